@@ -1,0 +1,300 @@
+// The delta-rule family (SPEC "Baselines", §3): DeltaNet, Gated DeltaNet (GDN) and Kaczmarz linear
+// attention (KLA) are one recurrence with per-token decay α_t and step β_t:
+//
+//     S_t = α_t (I − β_t k_t k_t^T) S_{t−1} + β_t k_t v_t^T,     o_t = scale · S_t^T q_t
+//
+// DeltaNet: α = 1. GDN: α = e^{g}, g ≤ 0 a log-decay. KLA: β = η / (‖k‖² + ε) (kla_beta).
+// The state S is d_k × d_v. Decays are carried as α (not g) so that exact rational runs need no
+// exp(); make_gdn_problem converts FLA's log-decays.
+//
+// Verbs: serial (the recurrence above), materialized (ordered-product definition), chunked (UT/WY,
+// any chunk size), State::step (streaming, in FLA's order: decay, delta on the decayed state).
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "larc/reference/tensor.h"
+#include "larc/reference/types.h"
+
+namespace larc::ref::delta_rule {
+
+template <class S>
+struct Problem {
+  Mat<S> q, k, v;                      // T×d_k, T×d_k, T×d_v
+  Vec<S> alpha;                        // T decays α_t ∈ [0, 1]
+  Vec<S> beta;                         // T steps β_t
+  S scale = S(1);                      // read scale (FLA default d_k^{-1/2}, see default_scale)
+  std::optional<Mat<S>> initial_state;  // d_k×d_v, zero when absent
+
+  Eigen::Index T() const { return q.rows(); }
+  Eigen::Index dk() const { return q.cols(); }
+  Eigen::Index dv() const { return v.cols(); }
+  Mat<S> start_state() const { return initial_state ? *initial_state : Mat<S>::Zero(dk(), dv()); }
+};
+
+// Throws std::invalid_argument naming the field whose shape disagrees.
+template <class S>
+void validate(const Problem<S>& p) {
+  const auto T = p.T();
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("delta_rule: " + what);
+  };
+  need(p.k.rows() == T && p.k.cols() == p.dk(), "k must be T×d_k like q");
+  need(p.v.rows() == T, "v must have T rows like q");
+  need(p.alpha.size() == T, "alpha must have T entries");
+  need(p.beta.size() == T, "beta must have T entries");
+  if (p.initial_state)
+    need(p.initial_state->rows() == p.dk() && p.initial_state->cols() == p.dv(),
+         "initial_state must be d_k×d_v");
+}
+
+// FLA's default read scale d_k^{-1/2}.
+template <class S>
+S default_scale(Eigen::Index dk) { return S(1) / sqrt_of(S(dk)); }
+
+// KLA's Kaczmarz step (SPEC §3): β_t = η_t / (‖k_t‖² + ε).
+template <class S>
+Vec<S> kla_beta(const Mat<S>& k, const Vec<S>& eta, const S& eps) {
+  Vec<S> beta(k.rows());
+  for (Eigen::Index t = 0; t < k.rows(); ++t) beta(t) = eta(t) / (S(k.row(t).squaredNorm()) + eps);
+  return beta;
+}
+
+// GDN with FLA's conventions: g is the log-decay, α = e^g.
+template <class S>
+Problem<S> make_gdn_problem(Mat<S> q, Mat<S> k, Mat<S> v, const Vec<S>& g, Vec<S> beta, S scale) {
+  Vec<S> alpha = g.unaryExpr([](const S& x) { return exp_of(x); });
+  return Problem<S>{std::move(q), std::move(k), std::move(v), std::move(alpha), std::move(beta), scale, {}};
+}
+
+// Streaming decode in FLA's order (SPEC "GDN"): S ← αS; u = β(v − S^T k); S ← S + k u^T; o = S^T(scale q).
+template <class S>
+class State {
+ public:
+  State(Eigen::Index dk, Eigen::Index dv) : s_(Mat<S>::Zero(dk, dv)) {}
+  explicit State(Mat<S> initial) : s_(std::move(initial)) {}
+
+  Vec<S> step(const Vec<S>& q, const Vec<S>& k, const Vec<S>& v, const S& alpha, const S& beta,
+              const S& scale) {
+    s_ *= alpha;
+    const Vec<S> u = beta * (v - s_.transpose() * k);
+    s_.noalias() += k * u.transpose();
+    return s_.transpose() * (scale * q);
+  }
+  const Mat<S>& matrix() const { return s_; }
+
+ private:
+  Mat<S> s_;
+};
+
+// The recurrence in its product form S_t = α_t (I − β_t k_t k_t^T) S_{t−1} + β_t k_t v_t^T.
+template <class S>
+SeqResult<S> serial(const Problem<S>& p) {
+  validate(p);
+  Mat<S> state = p.start_state();
+  Mat<S> o(p.T(), p.dv());
+  const Mat<S> eye = Mat<S>::Identity(p.dk(), p.dk());
+  for (Eigen::Index t = 0; t < p.T(); ++t) {
+    const Vec<S> k = p.k.row(t).transpose();
+    const Vec<S> v = p.v.row(t).transpose();
+    const Mat<S> transition = p.alpha(t) * (eye - p.beta(t) * k * k.transpose());
+    state = (transition * state + p.beta(t) * k * v.transpose()).eval();
+    o.row(t) = (p.scale * (state.transpose() * p.q.row(t).transpose())).transpose();
+  }
+  return {std::move(o), std::move(state)};
+}
+
+// The definition (SPEC "GDN", materialised form), O(T² d):
+//   o_t = scale Σ_{s≤t} q_t^T [Π_{r=s+1..t} α_r (I − β_r k_r k_r^T)] β_s k_s v_s^T
+//         + scale q_t^T [Π_{r=0..t} α_r (I − β_r k_r k_r^T)] S_0,
+// evaluated by carrying the row vector q_t^T Π ... backwards from s = t; no state is formed.
+template <class S>
+SeqResult<S> materialized(const Problem<S>& p) {
+  validate(p);
+  const Mat<S> s0 = p.start_state();
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index t = 0; t < p.T(); ++t) {
+    Vec<S> x = p.q.row(t).transpose();  // x^T = q_t^T M_t ⋯ M_{s+1}
+    Vec<S> acc = Vec<S>::Zero(p.dv());
+    for (Eigen::Index s = t; s >= 0; --s) {
+      const S xk = x.dot(p.k.row(s).transpose());
+      acc += (xk * p.beta(s)) * p.v.row(s).transpose();
+      x = (p.alpha(s) * (x - (p.beta(s) * xk) * p.k.row(s).transpose())).eval();  // x^T ← x^T M_s
+    }
+    acc += s0.transpose() * x;
+    o.row(t) = (p.scale * acc).transpose();
+  }
+  // The final state is not part of the definition of the outputs; take it from the recurrence's
+  // closed form  S_T = Σ_s [Π_{r>s} M_r] β_s k_s v_s^T + [Π_r M_r] S_0 , built column by column.
+  Mat<S> final_state = Mat<S>::Zero(p.dk(), p.dv());
+  if (p.T() > 0) {
+    for (Eigen::Index i = 0; i < p.dk(); ++i) {
+      Vec<S> x = Vec<S>::Unit(p.dk(), i);
+      Vec<S> acc = Vec<S>::Zero(p.dv());
+      for (Eigen::Index s = p.T() - 1; s >= 0; --s) {
+        const S xk = x.dot(p.k.row(s).transpose());
+        acc += (xk * p.beta(s)) * p.v.row(s).transpose();
+        x = (p.alpha(s) * (x - (p.beta(s) * xk) * p.k.row(s).transpose())).eval();
+      }
+      acc += s0.transpose() * x;
+      final_state.row(i) = acc.transpose();
+    }
+  } else {
+    final_state = s0;
+  }
+  return {std::move(o), std::move(final_state)};
+}
+
+namespace detail {
+// Solves (I + StrictLower(M)) X = R by forward substitution; M is C×C, the diagonal of M is ignored.
+template <class S>
+Mat<S> unit_lower_solve(const Mat<S>& m, Mat<S> r) {
+  for (Eigen::Index i = 0; i < r.rows(); ++i)
+    for (Eigen::Index j = 0; j < i; ++j) r.row(i) -= m(i, j) * r.row(j);
+  return r;
+}
+}  // namespace detail
+
+// Chunked form with the UT/WY transform (SPEC "GDN", chunked form), chunk size C ≥ 1, any T.
+// Within a chunk (local index i), Γ_ij = Π_{r=j+1..i} α_r (= e^{G_i−G_j}) and γ_i = Π_{r≤i} α_r
+// (= e^{G_i}) are formed as products, never as ratios, so α = 0 and rationals are handled exactly.
+//   T_u = (I + StrictLower(B K K^T ⊙ Γ))^{-1}, U = T_u B V
+//   T_w = (I + StrictLower(B K K^T))^{-1},     W = T_w B K
+//   V_new = U − Diag(γ) W S_c
+//   O = scale [Diag(γ) Q S_c + ((Q K^T) ⊙ Γ ⊙ L) V_new]
+//   S_{c+1} = γ_{C−1} S_c + (Diag(Γ_{C−1,·}) K)^T V_new
+// KLA-C4's "only B changes": KLA runs through this very function with kla_beta's β.
+template <class S>
+SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
+  validate(p);
+  if (chunk < 1) throw std::invalid_argument("delta_rule::chunked: chunk size must be >= 1");
+  Mat<S> state = p.start_state();
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
+    const Eigen::Index n = std::min(chunk, p.T() - c0);
+    const Mat<S> Q = p.q.middleRows(c0, n), K = p.k.middleRows(c0, n), V = p.v.middleRows(c0, n);
+    const Vec<S> beta = p.beta.segment(c0, n);
+    Mat<S> gamma_ij = Mat<S>::Zero(n, n);  // Γ, lower triangle incl. diagonal
+    Vec<S> gamma(n);                       // γ
+    for (Eigen::Index i = 0; i < n; ++i) {
+      gamma_ij(i, i) = S(1);
+      for (Eigen::Index j = i - 1; j >= 0; --j) gamma_ij(i, j) = gamma_ij(i, j + 1) * p.alpha(c0 + j + 1);
+      gamma(i) = (i == 0 ? S(1) : gamma(i - 1)) * p.alpha(c0 + i);
+    }
+    const Mat<S> kkt = K * K.transpose();
+    const Mat<S> bkkt = beta.asDiagonal() * kkt;
+    const Mat<S> U = detail::unit_lower_solve<S>(bkkt.cwiseProduct(gamma_ij), beta.asDiagonal() * V);
+    const Mat<S> W = detail::unit_lower_solve<S>(bkkt, beta.asDiagonal() * K);
+    const Mat<S> v_new = U - gamma.asDiagonal() * (W * state);
+    const Mat<S> qk = (Q * K.transpose()).cwiseProduct(gamma_ij);  // Γ is zero above the diagonal
+    o.middleRows(c0, n) = p.scale * (gamma.asDiagonal() * (Q * state) + qk * v_new);
+    const Vec<S> to_end = gamma_ij.row(n - 1).transpose();
+    state = (gamma(n - 1) * state + (to_end.asDiagonal() * K).transpose() * v_new).eval();
+  }
+  return {std::move(o), std::move(state)};
+}
+
+// Runs State::step over the whole sequence (the streaming form).
+template <class S>
+SeqResult<S> streamed(const Problem<S>& p) {
+  validate(p);
+  State<S> st(p.start_state());
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index t = 0; t < p.T(); ++t)
+    o.row(t) = st.step(p.q.row(t).transpose(), p.k.row(t).transpose(), p.v.row(t).transpose(),
+                       p.alpha(t), p.beta(t), p.scale).transpose();
+  return {std::move(o), st.matrix()};
+}
+
+}  // namespace larc::ref::delta_rule
+
+// ---- Batched wrappers with FLA's conventions ([B,T,H,D], g as log-decay, per-token β) ----------
+
+namespace larc::ref::delta_rule {
+
+enum class Form { serial, materialized, chunked, streamed };
+
+template <class S>
+struct BatchedResult {
+  Tensor<S> o;            // [B, T, H, d_v]
+  Tensor<S> final_state;  // [B, H, d_k, d_v]
+};
+
+// The mechanism's per-token decay and step for one head, from its batched gate tensors.
+template <class S>
+struct HeadGates {
+  Vec<S> alpha, beta;
+};
+
+namespace detail {
+template <class S, class GatesOf>
+BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
+                             std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
+                             Form form, Eigen::Index chunk, GatesOf&& gates_of) {
+  require_shape(q, "q", {-1, -1, -1, -1});
+  const auto B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
+  require_shape(k, "k", {B, T, H, K});
+  require_shape(v, "v", {B, T, H, -1});
+  const auto V = v.dim(3);
+  if (initial_state) require_shape(*initial_state, "initial_state", {B, H, K, V});
+  BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      HeadGates<S> g = gates_of(b, h);
+      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), std::move(g.alpha),
+                   std::move(g.beta), scale ? *scale : default_scale<S>(K), {}};
+      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+      SeqResult<S> res = form == Form::serial         ? serial(p)
+                         : form == Form::materialized ? materialized(p)
+                         : form == Form::chunked      ? chunked(p, chunk)
+                                                      : streamed(p);
+      set_head_rows(r.o, b, h, res.o);
+      set_head_state(r.final_state, b, h, res.final_state);
+    }
+  }
+  return r;
+}
+}  // namespace detail
+
+// GDN: g [B,T,H] log-decays (≤ 0), beta [B,T,H]; scale defaults to d_k^{-1/2}.
+template <class S>
+BatchedResult<S> gdn_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
+                             const Tensor<S>& g, const Tensor<S>& beta, std::optional<S> scale = {},
+                             const std::optional<Tensor<S>>& initial_state = {}, Form form = Form::serial,
+                             Eigen::Index chunk = 64) {
+  require_shape(g, "g", {q.dim(0), q.dim(1), q.dim(2)});
+  require_shape(beta, "beta", {q.dim(0), q.dim(1), q.dim(2)});
+  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
+    return HeadGates<S>{head_gate(g, b, h).unaryExpr([](const S& x) { return exp_of(x); }), head_gate(beta, b, h)};
+  });
+}
+
+// DeltaNet: no decay.
+template <class S>
+BatchedResult<S> deltanet_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
+                                  const Tensor<S>& beta, std::optional<S> scale = {},
+                                  const std::optional<Tensor<S>>& initial_state = {}, Form form = Form::serial,
+                                  Eigen::Index chunk = 64) {
+  require_shape(beta, "beta", {q.dim(0), q.dim(1), q.dim(2)});
+  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
+    return HeadGates<S>{Vec<S>::Ones(q.dim(1)), head_gate(beta, b, h)};
+  });
+}
+
+// KLA: g [B,T,H] log-decays, eta [B,T,H] relaxation gates in (0, 1], β = η / (‖k‖² + ε).
+template <class S>
+BatchedResult<S> kla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
+                             const Tensor<S>& g, const Tensor<S>& eta, S eps = S(1e-6), std::optional<S> scale = {},
+                             const std::optional<Tensor<S>>& initial_state = {}, Form form = Form::serial,
+                             Eigen::Index chunk = 64) {
+  require_shape(g, "g", {q.dim(0), q.dim(1), q.dim(2)});
+  require_shape(eta, "eta", {q.dim(0), q.dim(1), q.dim(2)});
+  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
+    return HeadGates<S>{head_gate(g, b, h).unaryExpr([](const S& x) { return exp_of(x); }),
+                        kla_beta<S>(head_rows(k, b, h), head_gate(eta, b, h), eps)};
+  });
+}
+
+}  // namespace larc::ref::delta_rule

@@ -1,0 +1,164 @@
+// Linear attention (SPEC "Baselines", LA):
+//   S_t = S_{t−1} + φ(k_t) v_t^T,  z_t = z_{t−1} + φ(k_t)
+//   plain: o_t = scale · S_t^T φ(q_t);   ratio: o_t = S_t^T φ(q_t) / (z_t^T φ(q_t) + ε)
+// Materialised: O = ((Φ_Q Φ_K^T) ⊙ L) V (and the same with 1 in place of V for the ratio's
+// denominator). φ is the identity or ELU+1.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+
+#include "larc/reference/types.h"
+
+namespace larc::ref::linear_attention {
+
+enum class FeatureMap { identity, elu_plus_one };
+
+// How the memory is written and read; a State carries its own copy.
+template <class S>
+struct Options {
+  FeatureMap feature = FeatureMap::identity;
+  bool ratio = false;
+  S eps = S(0);    // ratio only: added to the denominator
+  S scale = S(1);  // plain only: multiplies the read
+};
+
+template <class S>
+struct Problem {
+  Mat<S> q, k, v;  // T×d_k, T×d_k, T×d_v
+  Options<S> opt;
+  std::optional<Mat<S>> initial_state;  // d_k×d_v
+  std::optional<Vec<S>> initial_normalizer;  // d_k (ratio only)
+
+  Eigen::Index T() const { return q.rows(); }
+  Eigen::Index dk() const { return q.cols(); }
+  Eigen::Index dv() const { return v.cols(); }
+};
+
+// LA's state: the memory S and the normaliser z.
+template <class S>
+struct Memory {
+  Mat<S> s;
+  Vec<S> z;
+};
+
+template <class S>
+struct Result {
+  Mat<S> o;
+  Memory<S> final_memory;
+};
+
+template <class S>
+void validate(const Problem<S>& p) {
+  auto need = [](bool ok, const char* what) {
+    if (!ok) throw std::invalid_argument(std::string("linear_attention: ") + what);
+  };
+  need(p.k.rows() == p.T() && p.k.cols() == p.dk(), "k must be T×d_k like q");
+  need(p.v.rows() == p.T(), "v must have T rows like q");
+  if (p.initial_state)
+    need(p.initial_state->rows() == p.dk() && p.initial_state->cols() == p.dv(), "initial_state must be d_k×d_v");
+  if (p.initial_normalizer) need(p.initial_normalizer->size() == p.dk(), "initial_normalizer must have d_k entries");
+}
+
+template <class S>
+Vec<S> feature(FeatureMap f, const Vec<S>& x) {
+  if (f == FeatureMap::identity) return x;
+  return x.unaryExpr([](const S& e) { return elu_plus_one(e); });
+}
+template <class S>
+Mat<S> feature_rows(FeatureMap f, const Mat<S>& x) {
+  if (f == FeatureMap::identity) return x;
+  return x.unaryExpr([](const S& e) { return elu_plus_one(e); });
+}
+
+template <class S>
+Memory<S> start_memory(const Problem<S>& p) {
+  return {p.initial_state ? *p.initial_state : Mat<S>::Zero(p.dk(), p.dv()),
+          p.initial_normalizer ? *p.initial_normalizer : Vec<S>::Zero(p.dk())};
+}
+
+// Reads o from a memory with a feature-mapped query.
+template <class S>
+Vec<S> read(const Options<S>& opt, const Memory<S>& m, const Vec<S>& phi_q) {
+  const Vec<S> num = m.s.transpose() * phi_q;
+  if (!opt.ratio) return opt.scale * num;
+  return num / (S(m.z.dot(phi_q)) + opt.eps);
+}
+
+template <class S>
+class State {
+ public:
+  State(Options<S> opt, Memory<S> initial) : opt_(std::move(opt)), m_(std::move(initial)) {}
+  Vec<S> step(const Vec<S>& q, const Vec<S>& k, const Vec<S>& v) {
+    const Vec<S> phi_k = feature(opt_.feature, k);
+    m_.s.noalias() += phi_k * v.transpose();
+    m_.z += phi_k;
+    return read(opt_, m_, feature(opt_.feature, q));
+  }
+  const Memory<S>& memory() const { return m_; }
+
+ private:
+  Options<S> opt_;
+  Memory<S> m_;
+};
+
+template <class S>
+Result<S> serial(const Problem<S>& p) {
+  validate(p);
+  State<S> st(p.opt, start_memory(p));
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index t = 0; t < p.T(); ++t)
+    o.row(t) = st.step(p.q.row(t).transpose(), p.k.row(t).transpose(), p.v.row(t).transpose()).transpose();
+  return {std::move(o), st.memory()};
+}
+
+// O(T²) definition: o_t from ((Φ_Q Φ_K^T) ⊙ L) V plus the initial memory's contribution.
+template <class S>
+Result<S> materialized(const Problem<S>& p) {
+  validate(p);
+  const Mat<S> fq = feature_rows(p.opt.feature, p.q), fk = feature_rows(p.opt.feature, p.k);
+  const Memory<S> m0 = start_memory(p);
+  const Mat<S> a = (fq * fk.transpose()).template triangularView<Eigen::Lower>();
+  const Mat<S> num = a * p.v + fq * m0.s;
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index t = 0; t < p.T(); ++t) {
+    if (!p.opt.ratio) {
+      o.row(t) = p.opt.scale * num.row(t);
+    } else {
+      const S den = S(a.row(t).sum()) + S(fq.row(t).dot(m0.z.transpose())) + p.opt.eps;
+      o.row(t) = num.row(t) / den;
+    }
+  }
+  Memory<S> final_memory{m0.s + fk.transpose() * p.v, m0.z + fk.colwise().sum().transpose()};
+  return {std::move(o), std::move(final_memory)};
+}
+
+// Chunked: inter-chunk memory plus the masked intra-chunk product, chunk size C ≥ 1, any T.
+template <class S>
+Result<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
+  validate(p);
+  if (chunk < 1) throw std::invalid_argument("linear_attention::chunked: chunk size must be >= 1");
+  Memory<S> m = start_memory(p);
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
+    const Eigen::Index n = std::min(chunk, p.T() - c0);
+    const Mat<S> fq = feature_rows(p.opt.feature, Mat<S>(p.q.middleRows(c0, n)));
+    const Mat<S> fk = feature_rows(p.opt.feature, Mat<S>(p.k.middleRows(c0, n)));
+    const Mat<S> V = p.v.middleRows(c0, n);
+    const Mat<S> a = (fq * fk.transpose()).template triangularView<Eigen::Lower>();
+    const Mat<S> num = fq * m.s + a * V;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      if (!p.opt.ratio) {
+        o.row(c0 + i) = p.opt.scale * num.row(i);
+      } else {
+        const S den = S(fq.row(i).dot(m.z.transpose())) + S(a.row(i).sum()) + p.opt.eps;
+        o.row(c0 + i) = num.row(i) / den;
+      }
+    }
+    m.s += fk.transpose() * V;
+    m.z += fk.colwise().sum().transpose();
+  }
+  return {std::move(o), std::move(m)};
+}
+
+}  // namespace larc::ref::linear_attention

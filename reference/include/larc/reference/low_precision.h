@@ -1,0 +1,37 @@
+// Emulated bf16/fp16 input rounding for the same-precision baseline (DESIGN.md "Tolerance policy"):
+// a kernel in dtype D reads its inputs rounded to D and accumulates in float, so the baseline rounds
+// the same inputs the same way (round to nearest, ties to even) and computes in float.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "larc/reference/types.h"
+
+namespace larc::ref {
+
+enum class Dtype { bf16, fp16, fp32, fp64 };
+
+std::string_view dtype_name(Dtype d);
+
+// Rounds a float to the nearest bf16 (8-bit mantissa), ties to even; NaN stays NaN.
+float round_to_bf16(float x);
+// Rounds a float to the nearest IEEE half (11-bit mantissa, subnormals, overflow to ±inf), ties to even.
+float round_to_fp16(float x);
+// Rounds a double to dtype D and returns it widened back to double.
+double round_to(Dtype d, double x);
+
+template <class S>
+Mat<S> round_matrix_to(Dtype d, const Mat<S>& m) {
+  return m.unaryExpr([d](const S& x) { return from_double<S>(round_to(d, to_double(x))); });
+}
+template <class S>
+Vec<S> round_vector_to(Dtype d, const Vec<S>& m) {
+  return m.unaryExpr([d](const S& x) { return from_double<S>(round_to(d, to_double(x))); });
+}
+
+// Unit roundoff of dtype D: 2^-8 (bf16), 2^-11 (fp16), 2^-24 (fp32), 2^-53 (fp64).
+double dtype_unit_roundoff(Dtype d);
+
+}  // namespace larc::ref

@@ -1,0 +1,94 @@
+// Batched tensors in FLA's layout (SPEC "Notation"): row-major [B, T, H, D] for q/k/v/o, [B, T, H]
+// for gates, [B, H, d_k, d_v] for states. The reference runs per head on T×D matrices; these
+// helpers cut a head out of a batch and put it back.
+#pragma once
+
+#include <cstdint>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "larc/reference/types.h"
+
+namespace larc::ref {
+
+template <class S>
+struct Tensor {
+  std::vector<std::int64_t> shape;
+  std::vector<S> data;
+
+  Tensor() = default;
+  explicit Tensor(std::vector<std::int64_t> shp) : shape(std::move(shp)), data(count(shape), S(0)) {}
+
+  static std::size_t count(const std::vector<std::int64_t>& shp) {
+    return std::accumulate(shp.begin(), shp.end(), std::size_t{1},
+                           [](std::size_t a, std::int64_t b) { return a * static_cast<std::size_t>(b); });
+  }
+  std::int64_t dim(std::size_t i) const { return shape.at(i); }
+};
+
+inline std::string shape_string(const std::vector<std::int64_t>& shp) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shp.size(); ++i) s += (i ? ", " : "") + std::to_string(shp[i]);
+  return s + "]";
+}
+
+// Throws std::invalid_argument naming `field` unless x has rank `rank` and the given dims
+// (a negative expected dim matches anything).
+template <class S>
+void require_shape(const Tensor<S>& x, const char* field, std::vector<std::int64_t> expected) {
+  bool ok = x.shape.size() == expected.size() && x.data.size() == Tensor<S>::count(x.shape);
+  for (std::size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] < 0 || expected[i] == x.shape[i];
+  if (!ok) {
+    std::string want = "[";
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      want += (i ? ", " : "") + (expected[i] < 0 ? std::string("*") : std::to_string(expected[i]));
+    throw std::invalid_argument(std::string(field) + ": expected shape " + want + "], got " + shape_string(x.shape));
+  }
+}
+
+// [B, T, H, D] → T×D for (b, h).
+template <class S>
+Mat<S> head_rows(const Tensor<S>& x, std::int64_t b, std::int64_t h) {
+  const std::int64_t T = x.dim(1), H = x.dim(2), D = x.dim(3);
+  Mat<S> m(T, D);
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t d = 0; d < D; ++d) m(t, d) = x.data[((b * T + t) * H + h) * D + d];
+  return m;
+}
+
+template <class S>
+void set_head_rows(Tensor<S>& x, std::int64_t b, std::int64_t h, const Mat<S>& m) {
+  const std::int64_t T = x.dim(1), H = x.dim(2), D = x.dim(3);
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t d = 0; d < D; ++d) x.data[((b * T + t) * H + h) * D + d] = m(t, d);
+}
+
+// [B, T, H] → T for (b, h).
+template <class S>
+Vec<S> head_gate(const Tensor<S>& g, std::int64_t b, std::int64_t h) {
+  const std::int64_t T = g.dim(1), H = g.dim(2);
+  Vec<S> v(T);
+  for (std::int64_t t = 0; t < T; ++t) v(t) = g.data[(b * T + t) * H + h];
+  return v;
+}
+
+// [B, H, K, V] → K×V for (b, h).
+template <class S>
+Mat<S> head_state(const Tensor<S>& s, std::int64_t b, std::int64_t h) {
+  const std::int64_t H = s.dim(1), K = s.dim(2), V = s.dim(3);
+  Mat<S> m(K, V);
+  for (std::int64_t i = 0; i < K; ++i)
+    for (std::int64_t j = 0; j < V; ++j) m(i, j) = s.data[((b * H + h) * K + i) * V + j];
+  return m;
+}
+
+template <class S>
+void set_head_state(Tensor<S>& s, std::int64_t b, std::int64_t h, const Mat<S>& m) {
+  const std::int64_t H = s.dim(1), K = s.dim(2), V = s.dim(3);
+  for (std::int64_t i = 0; i < K; ++i)
+    for (std::int64_t j = 0; j < V; ++j) s.data[((b * H + h) * K + i) * V + j] = m(i, j);
+}
+
+}  // namespace larc::ref
