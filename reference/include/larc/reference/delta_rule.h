@@ -89,18 +89,20 @@ class State {
   Mat<S> s_;
 };
 
-// The recurrence in its product form S_t = α_t (I − β_t k_t k_t^T) S_{t−1} + β_t k_t v_t^T.
+// The recurrence as the papers print it, S_t = α_t (I − β_t k_t k_t^T) S_{t−1} + β_t k_t v_t^T,
+// applied as rank-one updates (O(d_k d_v) per token) in the printed order: transition first, then
+// the write. State::step computes the same map in FLA's order, so the two round differently.
 template <class S>
 SeqResult<S> serial(const Problem<S>& p) {
   validate(p);
   Mat<S> state = p.start_state();
   Mat<S> o(p.T(), p.dv());
-  const Mat<S> eye = Mat<S>::Identity(p.dk(), p.dk());
   for (Eigen::Index t = 0; t < p.T(); ++t) {
-    const Vec<S> k = p.k.row(t).transpose();
-    const Vec<S> v = p.v.row(t).transpose();
-    const Mat<S> transition = p.alpha(t) * (eye - p.beta(t) * k * k.transpose());
-    state = (transition * state + p.beta(t) * k * v.transpose()).eval();
+    const auto k = p.k.row(t).transpose();
+    const Vec<S> kts = state.transpose() * k;  // (k^T S)^T
+    state -= (p.beta(t) * k) * kts.transpose();
+    state *= p.alpha(t);
+    state.noalias() += (p.beta(t) * k) * p.v.row(t);
     o.row(t) = (p.scale * (state.transpose() * p.q.row(t).transpose())).transpose();
   }
   return {std::move(o), std::move(state)};
