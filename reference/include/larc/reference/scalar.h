@@ -8,7 +8,9 @@
 #include <boost/multiprecision/mpfr.hpp>
 #include <qd/dd_real.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -111,7 +113,8 @@ To convert(const From& x) {
   }
 }
 
-// Unit roundoff 2^-mantissa_bits, measured rather than assumed in the tests.
+// Unit roundoff 2^-mantissa_bits, measured rather than assumed in the tests: the largest power of two
+// u with 1 + u == 1 (ties to even), i.e. the bound on the relative error of one operation.
 template <class S>
 S unit_roundoff() {
   static_assert(!ScalarTraits<S>::exact, "exact scalars have no roundoff");
@@ -120,6 +123,50 @@ S unit_roundoff() {
   const S half = from_double<S>(0.5);
   while (one + u * half != one) u *= half;
   return u * half;
+}
+
+namespace detail {
+// dd_real is not a fixed-precision format: 1 + 2^-1000 is held exactly as the pair (1, 2^-1000), so
+// the loop above would run down to the underflow and return 0. dd's unit roundoff is measured instead
+// as the largest relative error of the two operations dot and matrix products are made of, on 1024
+// fixed pseudo-random pairs of full-precision operands (random signs, exponents in [-32, 32)),
+// against 267-bit MPFR: a·b relative to |a·b|, and a + b relative to |a| + |b| (qd's default
+// "sloppy" addition has no bound relative to |a + b| under cancellation). The result is about
+// 2.2·2^-106. Rigorous bounds are a few times larger (Joldes, Muller, Popescu 2017), and qd's
+// division is worse (≈5·2^-106 seen); code that divides in a loop must carry its own factor.
+inline dd measure_dd_unit_roundoff() {
+  std::uint64_t state = 0x6c61726364640001ull;  // splitmix64, so the operands are fixed everywhere
+  auto next = [&state] {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  auto unit = [&next] { return static_cast<double>(next() >> 11) * 0x1.0p-53; };  // [0, 1)
+  auto operand = [&] {  // hi in ±[1, 2)·2^e, lo a full-width tail below half an ulp of hi
+    const int e = static_cast<int>(next() % 64) - 32;
+    const double hi = std::ldexp((next() & 1 ? -1.0 : 1.0) * (1.0 + unit()), e);
+    const double lo = std::ldexp((unit() - 0.5) * 0x1.0p-52, e);
+    return dd(hi) + dd(lo);
+  };
+  using wide = mpfr<80>;
+  auto exact = [](const dd& x) { return wide(x.x[0]) + wide(x.x[1]); };
+  wide worst = 0;
+  for (int i = 0; i < 1024; ++i) {
+    const dd a = operand(), b = operand();
+    const wide wa = exact(a), wb = exact(b);
+    worst = (std::max)(worst, wide(abs(exact(a * b) - wa * wb) / abs(wa * wb)));
+    worst = (std::max)(worst, wide(abs(exact(a + b) - (wa + wb)) / (abs(wa) + abs(wb))));
+  }
+  const double hi = worst.convert_to<double>();
+  return dd(hi) + dd(wide(worst - hi).convert_to<double>());
+}
+}  // namespace detail
+
+template <>
+inline dd unit_roundoff<dd>() {
+  static const dd u = detail::measure_dd_unit_roundoff();
+  return u;
 }
 
 }  // namespace larc::ref
