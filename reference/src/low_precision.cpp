@@ -1,5 +1,6 @@
 #include "larc/reference/low_precision.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -16,38 +17,36 @@ std::string_view dtype_name(Dtype d) {
   return "?";
 }
 
-float round_to_bf16(float x) {
-  if (std::isnan(x)) return x;
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  // Add half an ulp of bf16 plus the parity bit of the kept part: round to nearest, ties to even.
-  const std::uint32_t keep_lsb = (bits >> 16) & 1u;
-  bits += 0x7fffu + keep_lsb;
-  bits &= 0xffff0000u;
-  float r;
-  std::memcpy(&r, &bits, sizeof r);
-  return r;
+namespace {
+// Rounds x once to the nearest number with `digits` significant bits, normal exponents down to
+// 2^(min_exp−1) and subnormals below, ties to even; magnitudes that round past `max_finite` become
+// ±inf. Exact steps only: x / quantum scales by a power of two, nearbyint rounds ties to even in the
+// default rounding mode, and every result fits a double. Rounding a double in one step matters:
+// going through float first rounds twice (1 + 2^-8 + 2^-40 becomes the bf16 tie 1 + 2^-8, then 1).
+double round_to_format(double x, int digits, int min_exp, double max_finite) {
+  if (std::isnan(x) || std::isinf(x)) return x;
+  int exp2;
+  std::frexp(std::fabs(x), &exp2);             // |x| = m · 2^exp2, m in [0.5, 1)
+  const int e = std::max(exp2, min_exp);       // subnormals share the smallest normal exponent
+  const double quantum = std::ldexp(1.0, e - digits);  // spacing of the format near |x|
+  const double r = std::nearbyint(std::fabs(x) / quantum) * quantum;
+  return std::copysign(r > max_finite ? std::numeric_limits<double>::infinity() : r, x);
 }
 
-float round_to_fp16(float x) {
-  if (std::isnan(x) || std::isinf(x)) return x;
-  const float ax = std::fabs(x);
-  constexpr float max_half = 65504.0f;
-  // Values at or above max + half an ulp (2^15 · 2^-11 · ... = 65520) overflow to infinity.
-  if (ax >= 65520.0f) return std::copysign(std::numeric_limits<float>::infinity(), x);
-  int exp2;
-  std::frexp(ax, &exp2);               // ax = m · 2^exp2, m in [0.5, 1)
-  const int e = std::max(exp2, -13);   // subnormal halves share the exponent of 2^-14
-  const float quantum = std::ldexp(1.0f, e - 11);  // spacing of halves near ax
-  // nearbyint rounds ties to even in the default rounding mode; ax/quantum is exact in float.
-  const float r = std::nearbyint(ax / quantum) * quantum;
-  return std::copysign(std::min(r, max_half), x);
-}
+// bf16: 8 significant bits, float's exponent range (smallest normal 2^-126), largest (2 − 2^-7)·2^127.
+double round_bf16(double x) { return round_to_format(x, 8, -125, std::ldexp(2.0 - std::ldexp(1.0, -7), 127)); }
+// IEEE half: 11 significant bits, smallest normal 2^-14, largest 65504; 65520 ties to 2^16 = inf.
+double round_fp16(double x) { return round_to_format(x, 11, -13, 65504.0); }
+}  // namespace
+
+float round_to_bf16(float x) { return static_cast<float>(round_bf16(x)); }
+
+float round_to_fp16(float x) { return static_cast<float>(round_fp16(x)); }
 
 double round_to(Dtype d, double x) {
   switch (d) {
-    case Dtype::bf16: return round_to_bf16(static_cast<float>(x));
-    case Dtype::fp16: return round_to_fp16(static_cast<float>(x));
+    case Dtype::bf16: return round_bf16(x);
+    case Dtype::fp16: return round_fp16(x);
     case Dtype::fp32: return static_cast<float>(x);
     case Dtype::fp64: return x;
   }

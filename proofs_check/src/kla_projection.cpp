@@ -1,0 +1,78 @@
+#include "larc/proofs_check/kla_projection.h"
+
+#include "larc/reference/delta_rule.h"
+
+namespace larc::proofs {
+
+namespace {
+Mat<rational> decayed(const KaczmarzInstance& x) { return x.alpha * x.s_prev; }
+
+rational per_token_loss(const Mat<rational>& s, const Vec<rational>& k, const Vec<rational>& v) {
+  return rational(1, 2) * (s.transpose() * k - v).squaredNorm();
+}
+}  // namespace
+
+KaczmarzInstance random_kaczmarz_instance(std::uint64_t seed, int dk, int dv, bool with_decay) {
+  RationalSource src(seed);
+  KaczmarzInstance x;
+  x.s_prev = src.matrix(dk, dv);
+  x.alpha = with_decay ? src.unit_interval() : rational(1);
+  x.k = src.nonzero_vector(dk);
+  x.v = src.vector(dv);
+  return x;
+}
+
+Mat<rational> kaczmarz_write(const KaczmarzInstance& x) {
+  const Mat<rational> k_row = x.k.transpose();
+  const Vec<rational> eta = Vec<rational>::Ones(1);
+  const rational beta = ref::delta_rule::kla_beta<rational>(k_row, eta, rational(0))(0);
+  ref::delta_rule::State<rational> st(x.s_prev);
+  st.step(Vec<rational>::Zero(x.k.size()), x.k, x.v, x.alpha, beta, rational(1));
+  return st.matrix();
+}
+
+rational projection_residual(const KaczmarzInstance& x, std::uint64_t seed) {
+  const Mat<rational> s_t = kaczmarz_write(x);
+  rational worst = max_abs(s_t.transpose() * x.k - x.v);
+  const Mat<rational> step = s_t - decayed(x);
+  const Mat<rational> proj_null =
+      Mat<rational>::Identity(x.k.size(), x.k.size()) - x.k * x.k.transpose() / x.k.squaredNorm();
+  RationalSource src(seed ^ 0x9e3779b97f4a7c15ull);
+  for (int j = 0; j < 3; ++j) {
+    const Mat<rational> delta = proj_null * src.matrix(step.rows(), step.cols());  // Δ^T k = 0
+    worst = std::max(worst, max_abs(delta.transpose() * x.k));
+    worst = std::max(worst, rational(abs(rational(step.cwiseProduct(delta).sum()))));
+  }
+  return worst;
+}
+
+rational line_search_residual(const KaczmarzInstance& x) {
+  const Mat<rational> s = decayed(x);
+  const Vec<rational> e = x.v - s.transpose() * x.k;
+  if (e.squaredNorm() == 0) return 0;
+  auto loss_at = [&](const rational& b) { return per_token_loss(s + b * x.k * e.transpose(), x.k, x.v); };
+  const rational l0 = loss_at(0), l1 = loss_at(1), l2 = loss_at(2);
+  const rational a = (l2 - 2 * l1 + l0) / 2, b = l1 - l0 - a, c = l0;
+  rational worst = abs(rational(loss_at(3) - (9 * a + 3 * b + c)));  // the loss is this quadratic
+  const rational argmin = -b / (2 * a);
+  worst = std::max(worst, rational(abs(rational(argmin - 1 / x.k.squaredNorm()))));
+  // The KLA write is S̃ + β k e^T with the same β: its loss is L(argmin) and must vanish.
+  worst = std::max(worst, rational(abs(per_token_loss(kaczmarz_write(x), x.k, x.v))));
+  return worst;
+}
+
+rational gradient_step_residual(const KaczmarzInstance& x) {
+  const Mat<rational> s = decayed(x);
+  Mat<rational> grad(s.rows(), s.cols());
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    for (Eigen::Index j = 0; j < s.cols(); ++j) {
+      Mat<rational> plus = s, minus = s;
+      plus(i, j) += 1;
+      minus(i, j) -= 1;
+      grad(i, j) = (per_token_loss(plus, x.k, x.v) - per_token_loss(minus, x.k, x.v)) / 2;
+    }
+  }
+  return max_abs(kaczmarz_write(x) - (s - grad / x.k.squaredNorm()));
+}
+
+}  // namespace larc::proofs
