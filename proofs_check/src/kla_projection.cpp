@@ -31,8 +31,7 @@ Mat<rational> kaczmarz_write(const KaczmarzInstance& x) {
   return st.matrix();
 }
 
-rational projection_residual(const KaczmarzInstance& x, std::uint64_t seed) {
-  const Mat<rational> s_t = kaczmarz_write(x);
+rational projection_residual(const KaczmarzInstance& x, const Mat<rational>& s_t, std::uint64_t seed) {
   rational worst = max_abs(s_t.transpose() * x.k - x.v);
   const Mat<rational> step = s_t - decayed(x);
   const Mat<rational> proj_null =
@@ -46,22 +45,22 @@ rational projection_residual(const KaczmarzInstance& x, std::uint64_t seed) {
   return worst;
 }
 
-rational line_search_residual(const KaczmarzInstance& x) {
+rational line_search_residual(const KaczmarzInstance& x, const Mat<rational>& s_t) {
   const Mat<rational> s = decayed(x);
   const Vec<rational> e = x.v - s.transpose() * x.k;
-  if (e.squaredNorm() == 0) return 0;
+  if (e.squaredNorm() == 0) return max_abs(s_t - s);
   auto loss_at = [&](const rational& b) { return per_token_loss(s + b * x.k * e.transpose(), x.k, x.v); };
   const rational l0 = loss_at(0), l1 = loss_at(1), l2 = loss_at(2);
   const rational a = (l2 - 2 * l1 + l0) / 2, b = l1 - l0 - a, c = l0;
   rational worst = abs(rational(loss_at(3) - (9 * a + 3 * b + c)));  // the loss is this quadratic
   const rational argmin = -b / (2 * a);
   worst = std::max(worst, rational(abs(rational(argmin - 1 / x.k.squaredNorm()))));
-  // The KLA write is S̃ + β k e^T with the same β: its loss is L(argmin) and must vanish.
-  worst = std::max(worst, rational(abs(per_token_loss(kaczmarz_write(x), x.k, x.v))));
+  // The write judged must be the step to the minimiser along k e^T.
+  worst = std::max(worst, max_abs(s_t - (s + argmin * x.k * e.transpose())));
   return worst;
 }
 
-rational gradient_step_residual(const KaczmarzInstance& x) {
+rational gradient_step_residual(const KaczmarzInstance& x, const Mat<rational>& s_t) {
   const Mat<rational> s = decayed(x);
   Mat<rational> grad(s.rows(), s.cols());
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
@@ -72,7 +71,7 @@ rational gradient_step_residual(const KaczmarzInstance& x) {
       grad(i, j) = (per_token_loss(plus, x.k, x.v) - per_token_loss(minus, x.k, x.v)) / 2;
     }
   }
-  return max_abs(kaczmarz_write(x) - (s - grad / x.k.squaredNorm()));
+  return max_abs(s_t - (s - grad / x.k.squaredNorm()));
 }
 
 }  // namespace larc::proofs

@@ -127,7 +127,7 @@ ClaimOutcome kla_c1(const ClaimConfig& cfg) {
       fmt(max_rho) + ": for keys with ‖k‖² ≲ ε the ε term dominates and the write almost vanishes.";
   return exact_step_claim(
       cfg, "Orthogonal projection (S_t^T k = v, and ⟨S_t − S̃, Δ⟩ = 0 for every feasible direction Δ)",
-      [](const StepCase& c) { return proofs::projection_residual(c.instance(), c.seed); }, trained, ok);
+      [](const StepCase& c) { return proofs::projection_residual(c.instance(), proofs::kaczmarz_write(c.instance()), c.seed); }, trained, ok);
 }
 
 ClaimOutcome kla_c2(const ClaimConfig& cfg) {
@@ -147,7 +147,7 @@ ClaimOutcome kla_c2(const ClaimConfig& cfg) {
       "L(β_KLA)/L(0) from (1−ρ)² is " + fmt(worst_dev) + ".";
   return exact_step_claim(
       cfg, "Exact line search (the exactly fitted quadratic L(β) has its minimiser at 1/‖k‖², where L = 0)",
-      [](const StepCase& c) { return proofs::line_search_residual(c.instance()); }, trained, ok);
+      [](const StepCase& c) { return proofs::line_search_residual(c.instance(), proofs::kaczmarz_write(c.instance())); }, trained, ok);
 }
 
 ClaimOutcome kla_c3(const ClaimConfig& cfg) {
@@ -172,7 +172,7 @@ ClaimOutcome kla_c3(const ClaimConfig& cfg) {
       "largest relative deviation " + fmt(worst_dev) + ".";
   return exact_step_claim(
       cfg, "Normalised gradient step (S_t = S̃ − ∇ℓ(S̃)/‖k‖², ∇ℓ by exact central differences)",
-      [](const StepCase& c) { return proofs::gradient_step_residual(c.instance()); }, trained, ok);
+      [](const StepCase& c) { return proofs::gradient_step_residual(c.instance(), proofs::kaczmarz_write(c.instance())); }, trained, ok);
 }
 
 // ---- C4: chunked == recurrent ---------------------------------------------------------------------

@@ -2,7 +2,8 @@
 // own delta_rule::State::step over rationals with the Kaczmarz step β = 1/‖k‖² (η = 1, ε = 0), is
 // checked to be (C1) the orthogonal projection of the decayed state onto {S : S^T k = v}, (C2) the
 // exact line-search step and (C3) a gradient step of size 1/‖k‖² on ℓ(S) = ½‖S^T k − v‖². Each
-// function returns the largest exact residual over its identities: 0 means the identity holds.
+// function takes the write S_t to judge (kaczmarz_write(x) for the claim; tests pass wrong writes to
+// show the checks can fail) and returns the largest exact residual: 0 means the identity holds.
 #pragma once
 
 #include <cstdint>
@@ -24,14 +25,14 @@ Mat<rational> kaczmarz_write(const KaczmarzInstance& x);
 
 // C1: S_t^T k − v = 0, and ⟨S_t − S̃, Δ⟩ = 0 for random Δ with Δ^T k = 0 (every feasible state is
 // S_t + Δ, so ‖S_t + Δ − S̃‖² = ‖S_t − S̃‖² + ‖Δ‖²: S_t is the unique closest feasible state).
-rational projection_residual(const KaczmarzInstance& x, std::uint64_t seed);
+rational projection_residual(const KaczmarzInstance& x, const Mat<rational>& s_t, std::uint64_t seed);
 
 // C2: the per-token loss along the update direction, L(β) = ½‖(S̃ + β k e^T)^T k − v‖², sampled at
 // β = 0, 1, 2 and fitted exactly as a quadratic (checked at β = 3); its minimiser −b/2a must equal
-// 1/‖k‖² and L there must be 0. (Instances with e = 0 have no unique minimiser: residual 0.)
-rational line_search_residual(const KaczmarzInstance& x);
+// 1/‖k‖², and S_t must equal S̃ + (1/‖k‖²) k e^T. (With e = 0 every β minimises: only S_t = S̃ is checked.)
+rational line_search_residual(const KaczmarzInstance& x, const Mat<rational>& s_t);
 
 // C3: ∇ℓ(S̃) by exact central differences (exact for a quadratic), then S_t − (S̃ − ∇ℓ/‖k‖²).
-rational gradient_step_residual(const KaczmarzInstance& x);
+rational gradient_step_residual(const KaczmarzInstance& x, const Mat<rational>& s_t);
 
 }  // namespace larc::proofs
