@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of larc from Debian's packages (run as root).
+# Used by the README's first command and by .ci/run, so the list lives here only.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+  cmake ninja-build g++ pkg-config \
+  libeigen3-dev libboost-dev libqd-dev libmpfr-dev libgmp-dev \
+  librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  nlohmann-json3-dev libcli11-dev >/dev/null
