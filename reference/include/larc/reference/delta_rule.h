@@ -52,7 +52,7 @@ void validate(const Problem<S>& p) {
 
 // FLA's default read scale d_k^{-1/2}.
 template <class S>
-S default_scale(Eigen::Index dk) { return S(1) / sqrt_of(S(dk)); }
+S default_scale(Eigen::Index dk) { return S(1) / sqrt_of(from_double<S>(static_cast<double>(dk))); }  // dd_real(long) is ambiguous
 
 // KLA's Kaczmarz step (SPEC §3): β_t = η_t / (‖k_t‖² + ε).
 template <class S>
