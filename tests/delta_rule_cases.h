@@ -7,6 +7,7 @@
 #include <string>
 
 #include "larc/properties/generators.h"
+#include "larc/proofs_check/exact.h"
 #include "larc/reference/delta_rule.h"
 
 namespace larc::testing {
@@ -61,6 +62,29 @@ dr::Problem<S> make_problem(Mechanism m, const Shape& s, std::uint64_t seed) {
   p.beta = m == Mechanism::kla ? dr::kla_beta<S>(p.k, cast_vector<S>(gate), S(1e-6)) : cast_vector<S>(gate);
   p.scale = dr::default_scale<S>(s.dk);
   if (s.initial_state) p.initial_state = cast_matrix<S>(props::gaussian(rng, s.dk, s.dv, 1.0));
+  return p;
+}
+
+// The same three mechanisms in exact arithmetic, for T ≤ 65 and d ≤ 4: entries are random rationals
+// n/d with |n| ≤ 9, d ≤ 8 (small, so the exact states stay a few thousand bits); α (GDN, KLA) and β
+// (DeltaNet, GDN) or η (KLA) are rationals in (0, 1]; KLA's β = η / (‖k‖² + 10^-6) exactly; scale 1/2
+// (d_k^{-1/2} is irrational).
+inline dr::Problem<larc::ref::rational> make_rational_problem(Mechanism m, const Shape& s, std::uint64_t seed) {
+  using larc::ref::rational;
+  larc::proofs::RationalSource src(seed, 9, 8);
+  dr::Problem<rational> p;
+  p.q = src.matrix(s.T, s.dk);
+  p.k = src.matrix(s.T, s.dk);
+  p.v = src.matrix(s.T, s.dv);
+  p.alpha = Vec<rational>::Ones(s.T);
+  Vec<rational> gate(s.T);
+  for (Eigen::Index t = 0; t < s.T; ++t) {
+    if (m != Mechanism::deltanet) p.alpha(t) = src.unit_interval();
+    gate(t) = src.unit_interval();
+  }
+  p.beta = m == Mechanism::kla ? dr::kla_beta<rational>(p.k, gate, rational(1, 1000000)) : gate;
+  p.scale = rational(1, 2);
+  if (s.initial_state) p.initial_state = src.matrix(s.dk, s.dv);
   return p;
 }
 
