@@ -14,6 +14,10 @@ using larc::ref::Mat;
 using larc::ref::rational;
 using larc::ref::Vec;
 
+// The numeric rung of proofs_check (DESIGN.md: "checked exactly or at 200+ bits"): 80 decimal
+// digits, about 266 bits, for statements that involve √, exp or data that is not rational.
+using Wide = larc::ref::mpfr80;
+
 // Deterministic source of random rationals num/den with |num| ≤ max_num, 1 ≤ den ≤ max_den.
 class RationalSource {
  public:

@@ -216,7 +216,7 @@ SeqResult<S> streamed(const Problem<S>& p) {
 
 namespace larc::ref::delta_rule {
 
-enum class Form { serial, materialized, chunked, streamed };
+using ref::Form;
 
 template <class S>
 struct BatchedResult {
@@ -263,8 +263,8 @@ BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
 // GDN: g [B,T,H] log-decays (≤ 0), beta [B,T,H]; scale defaults to d_k^{-1/2}.
 template <class S>
 BatchedResult<S> gdn_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
-                             const Tensor<S>& g, const Tensor<S>& beta, std::optional<S> scale = {},
-                             const std::optional<Tensor<S>>& initial_state = {}, Form form = Form::serial,
+                             const Tensor<S>& g, const Tensor<S>& beta, std::optional<std::type_identity_t<S>> scale = {},
+                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
                              Eigen::Index chunk = 64) {
   require_shape(g, "g", {q.dim(0), q.dim(1), q.dim(2)});
   require_shape(beta, "beta", {q.dim(0), q.dim(1), q.dim(2)});
@@ -276,8 +276,8 @@ BatchedResult<S> gdn_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
 // DeltaNet: no decay.
 template <class S>
 BatchedResult<S> deltanet_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
-                                  const Tensor<S>& beta, std::optional<S> scale = {},
-                                  const std::optional<Tensor<S>>& initial_state = {}, Form form = Form::serial,
+                                  const Tensor<S>& beta, std::optional<std::type_identity_t<S>> scale = {},
+                                  const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
                                   Eigen::Index chunk = 64) {
   require_shape(beta, "beta", {q.dim(0), q.dim(1), q.dim(2)});
   return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
@@ -288,8 +288,8 @@ BatchedResult<S> deltanet_batched(const Tensor<S>& q, const Tensor<S>& k, const 
 // KLA: g [B,T,H] log-decays, eta [B,T,H] relaxation gates in (0, 1], β = η / (‖k‖² + ε).
 template <class S>
 BatchedResult<S> kla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
-                             const Tensor<S>& g, const Tensor<S>& eta, S eps = S(1e-6), std::optional<S> scale = {},
-                             const std::optional<Tensor<S>>& initial_state = {}, Form form = Form::serial,
+                             const Tensor<S>& g, const Tensor<S>& eta, std::type_identity_t<S> eps = S(1e-6), std::optional<std::type_identity_t<S>> scale = {},
+                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
                              Eigen::Index chunk = 64) {
   require_shape(g, "g", {q.dim(0), q.dim(1), q.dim(2)});
   require_shape(eta, "eta", {q.dim(0), q.dim(1), q.dim(2)});

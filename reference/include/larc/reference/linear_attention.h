@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
 
 namespace larc::ref::linear_attention {
@@ -159,6 +160,45 @@ Result<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
     m.z += fk.colwise().sum().transpose();
   }
   return {std::move(o), std::move(m)};
+}
+
+template <class S>
+struct BatchedResult {
+  Tensor<S> o;                 // [B, T, H, d_v]
+  Tensor<S> final_state;       // [B, H, d_k, d_v]
+  Tensor<S> final_normalizer;  // [B, H, d_k]
+};
+
+// [B, T, H, D] tensors as FLA lays them out; optional initial memory [B, H, d_k, d_v] and [B, H, d_k].
+template <class S>
+BatchedResult<S> la_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Options<S>& opt,
+                            const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
+                            const std::optional<Tensor<std::type_identity_t<S>>>& initial_normalizer = {}, Form form = Form::serial,
+                            Eigen::Index chunk = 64) {
+  require_shape(q, "q", {-1, -1, -1, -1});
+  const auto B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
+  require_shape(k, "k", {B, T, H, K});
+  require_shape(v, "v", {B, T, H, -1});
+  const auto V = v.dim(3);
+  if (initial_state) require_shape(*initial_state, "initial_state", {B, H, K, V});
+  if (initial_normalizer) require_shape(*initial_normalizer, "initial_normalizer", {B, H, K});
+  BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V}), Tensor<S>({B, H, K})};
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), opt, {}, {}};
+      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+      if (initial_normalizer)
+        p.initial_normalizer = Vec<S>(Eigen::Map<const Vec<S>>(&initial_normalizer->data[(b * H + h) * K], K));
+      // serial is State::step over the sequence, so Form::streamed and Form::serial coincide for LA.
+      const Result<S> res = form == Form::materialized ? materialized(p)
+                            : form == Form::chunked    ? chunked(p, chunk)
+                                                       : serial(p);
+      set_head_rows(r.o, b, h, res.o);
+      set_head_state(r.final_state, b, h, res.final_memory.s);
+      std::copy(res.final_memory.z.data(), res.final_memory.z.data() + K, r.final_normalizer.data.begin() + (b * H + h) * K);
+    }
+  }
+  return r;
 }
 
 }  // namespace larc::ref::linear_attention

@@ -7,11 +7,15 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "larc/reference/types.h"
 
 namespace larc::ref {
+
+// Which form of a mechanism a batched wrapper runs on every head.
+enum class Form { serial, materialized, chunked, streamed };
 
 template <class S>
 struct Tensor {
