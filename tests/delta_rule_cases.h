@@ -9,6 +9,7 @@
 #include "larc/properties/generators.h"
 #include "larc/proofs_check/exact.h"
 #include "larc/reference/delta_rule.h"
+#include "forms_tolerance.h"
 
 namespace larc::testing {
 
@@ -86,20 +87,6 @@ inline dr::Problem<larc::ref::rational> make_rational_problem(Mechanism m, const
   p.scale = rational(1, 2);
   if (s.initial_state) p.initial_state = src.matrix(s.dk, s.dv);
   return p;
-}
-
-template <class S>
-double max_abs(const Mat<S>& a) {
-  double m = 0;
-  for (Eigen::Index i = 0; i < a.rows(); ++i)
-    for (Eigen::Index j = 0; j < a.cols(); ++j) m = std::max(m, std::fabs(larc::ref::to_double(a(i, j))));
-  return m;
-}
-
-// max |a − b|, the difference taken in S (so it is not lost to rounding to double first).
-template <class S>
-double max_abs_diff(const Mat<S>& a, const Mat<S>& b) {
-  return max_abs<S>(Mat<S>(a - b));
 }
 
 }  // namespace larc::testing
