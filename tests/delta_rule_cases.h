@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "larc/properties/generators.h"
@@ -27,6 +28,9 @@ inline std::string mechanism_name(Mechanism m) {
   }
   return "?";
 }
+
+// gtest prints test parameters through this (found by argument-dependent lookup).
+inline void PrintTo(Mechanism m, std::ostream* os) { *os << mechanism_name(m); }
 
 struct Shape {
   Eigen::Index T, dk, dv;
