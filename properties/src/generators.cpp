@@ -1,6 +1,7 @@
 #include "larc/properties/generators.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 namespace larc::props {
@@ -119,7 +120,9 @@ Vec<double> log_decays(Rng& rng, GateKind kind, Eigen::Index T) {
     switch (kind) {
       case GateKind::beta_one:
       case GateKind::no_decay: g(t) = 0.0; break;
-      case GateKind::hard_decay: g(t) = rng.uniform(-30.0, -10.0); break;
+      case GateKind::hard_decay:  // every fourth token forgets everything: g = −∞, α = 0
+        g(t) = t % 4 == 3 ? -std::numeric_limits<double>::infinity() : rng.uniform(-30.0, -10.0);
+        break;
       default: g(t) = rng.uniform(-1.0, 0.0); break;
     }
   }
@@ -138,7 +141,7 @@ ref::delta_rule::Problem<double> gdn_problem(const DeltaCase& c) {
   p.q = gaussian(rng, c.T, c.dk, 1.0);
   p.k = keys(rng, c.keys, c.T, c.dk);
   p.v = gaussian(rng, c.T, c.dv, 1.0);
-  p.alpha = log_decays(rng, c.gates, c.T).array().exp().matrix();
+  p.alpha = ref::delta_rule::decays_from_log(log_decays(rng, c.gates, c.T));
   p.beta = betas(rng, c.gates, c.T);
   p.scale = 1.0 / std::sqrt(double(c.dk));
   if (c.with_initial_state) p.initial_state = gaussian(rng, c.dk, c.dv, 1.0);

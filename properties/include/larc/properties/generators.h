@@ -55,7 +55,7 @@ enum class GateKind {
   beta_one,   // β = 1, g = 0
   beta_tiny,  // β ∈ (0, 1e-6], g ∈ [−1, 0]
   no_decay,   // g = 0
-  hard_decay, // g ∈ [−30, −10] (α ≈ 0)
+  hard_decay, // g ∈ [−30, −10] (α ≈ 0), and g = −∞ (α = 0) on every fourth token
 };
 inline constexpr int kGateKinds = 5;
 std::string gate_kind_name(GateKind g);

@@ -5,7 +5,7 @@
 //
 // DeltaNet: α = 1. GDN: α = e^{g}, g ≤ 0 a log-decay. KLA: β = η / (‖k‖² + ε) (kla_beta).
 // The state S is d_k × d_v. Decays are carried as α (not g) so that exact rational runs need no
-// exp(); make_gdn_problem converts FLA's log-decays.
+// exp(); decays_from_log converts FLA's log-decays.
 //
 // Verbs: serial (the recurrence above), materialized (ordered-product definition), chunked (UT/WY,
 // any chunk size), State::step (streaming, in FLA's order: decay, delta on the decayed state).
@@ -62,11 +62,10 @@ Vec<S> kla_beta(const Mat<S>& k, const Vec<S>& eta, const S& eps) {
   return beta;
 }
 
-// GDN with FLA's conventions: g is the log-decay, α = e^g.
+// FLA's log-decays g (≤ 0, −∞ allowed) to the decays α = e^g the forms take; every caller converts here.
 template <class S>
-Problem<S> make_gdn_problem(Mat<S> q, Mat<S> k, Mat<S> v, const Vec<S>& g, Vec<S> beta, S scale) {
-  Vec<S> alpha = g.unaryExpr([](const S& x) { return exp_of(x); });
-  return Problem<S>{std::move(q), std::move(k), std::move(v), std::move(alpha), std::move(beta), scale, {}};
+Vec<S> decays_from_log(const Vec<S>& g) {
+  return g.unaryExpr([](const S& x) { return exp_of(x); });
 }
 
 // Streaming decode in FLA's order (SPEC "GDN"): S ← αS; u = β(v − S^T k); S ← S + k u^T; o = S^T(scale q).
@@ -269,7 +268,7 @@ BatchedResult<S> gdn_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
   require_shape(g, "g", {q.dim(0), q.dim(1), q.dim(2)});
   require_shape(beta, "beta", {q.dim(0), q.dim(1), q.dim(2)});
   return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
-    return HeadGates<S>{head_gate(g, b, h).unaryExpr([](const S& x) { return exp_of(x); }), head_gate(beta, b, h)};
+    return HeadGates<S>{decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)};
   });
 }
 
@@ -294,7 +293,7 @@ BatchedResult<S> kla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
   require_shape(g, "g", {q.dim(0), q.dim(1), q.dim(2)});
   require_shape(eta, "eta", {q.dim(0), q.dim(1), q.dim(2)});
   return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
-    return HeadGates<S>{head_gate(g, b, h).unaryExpr([](const S& x) { return exp_of(x); }),
+    return HeadGates<S>{decays_from_log(head_gate(g, b, h)),
                         kla_beta<S>(head_rows(k, b, h), head_gate(eta, b, h), eps)};
   });
 }
