@@ -143,7 +143,7 @@ ClaimOutcome kla_c2(const ClaimConfig& cfg) {
   }
   const bool ok = worst_dev < 1e-70;
   const std::string trained =
-      "Trained regime (same " + std::to_string(cfg.trials) + " 266-bit MPFR writes as KLA-C1): β = η/(‖k‖²+ε) is not the "
+      "Trained regime (" + std::to_string(cfg.trials) + " 266-bit MPFR writes from KLA-C1's generator): β = η/(‖k‖²+ε) is not the "
       "line-search minimiser; the loss falls to (1−ρ)² of its value, ρ = η‖k‖²/(‖k‖²+ε). Checked: largest deviation of "
       "L(β_KLA)/L(0) from (1−ρ)² is " + fmt(worst_dev) + ".";
   return exact_step_claim(
@@ -168,7 +168,7 @@ ClaimOutcome kla_c3(const ClaimConfig& cfg) {
   }
   const bool ok = worst_dev < 1e-65;
   const std::string trained =
-      "Trained regime (same " + std::to_string(cfg.trials) + " 266-bit MPFR writes): the write is a gradient step of size "
+      "Trained regime (" + std::to_string(cfg.trials) + " 266-bit MPFR writes from KLA-C1's generator): the write is a gradient step of size "
       "β = η/(‖k‖²+ε) = ρ/‖k‖², i.e. the normalised step damped by ρ. Checked with central-difference gradients: "
       "largest relative deviation " + fmt(worst_dev) + ".";
   return exact_step_claim(
@@ -399,18 +399,18 @@ void register_kla_claims(std::vector<Claim>& out) {
   out.push_back({"KLA-C1", kPaper,
                  "Orthogonal projection: with η = 1, ε = 0, S_t is the closest state to S̃_{t−1} in Frobenius norm that "
                  "satisfies S_t^T k_t = v_t.",
-                 400, kla_c1});
+                 2000, kla_c1});
   out.push_back({"KLA-C2", kPaper,
                  "Exact line search: with η = 1, ε = 0, β = 1/‖k‖² minimises the per-token loss ½‖S^T k − v‖² along the "
                  "update direction.",
-                 400, kla_c2});
+                 2000, kla_c2});
   out.push_back({"KLA-C3", kPaper,
                  "Normalised gradient step: with η = 1, ε = 0, the update is an SGD step of size 1/‖k‖² on that loss.",
                  400, kla_c3});
   out.push_back({"KLA-C4", kPaper,
                  "Drop-in for GDN: same state shape, gates and recurrence; the only change in the chunkwise solver is "
                  "the diagonal B = Diag(β_1..β_C); chunked equals recurrent.",
-                 200, kla_c4});
+                 1000, kla_c4});
   out.push_back({"KLA-C5", kPaper,
                  "Key-norm normalisation is what keeps the state stable: with a learned scalar alone (GDN's β = σ(·) on "
                  "unnormalised keys) stability degrades.",
