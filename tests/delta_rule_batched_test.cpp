@@ -204,6 +204,12 @@ TEST(DeltaRuleBatchedShapes, BadShapesNameTheField) {
     return x;
   };
   EXPECT_THAT(gdn(with(&Inputs::q, {B, T, H})), HasSubstr("q: expected shape"));
+  EXPECT_THAT(gdn(with(&Inputs::q, {B, T})), HasSubstr("q: expected shape [*, *, *, *], got [2, 37]"));
+  {
+    Inputs empty_heads = with(&Inputs::q, {B, T, H, 0});
+    empty_heads.k = reshaped(empty_heads.k, {B, T, H, 0});
+    EXPECT_THAT(gdn(empty_heads), HasSubstr("q: head dimension d_k must be >= 1, got 0"));
+  }
   EXPECT_THAT(gdn(with(&Inputs::k, {B, T, H, DK + 1})), HasSubstr("k: expected shape [2, 37, 3, 4]"));
   EXPECT_THAT(gdn(with(&Inputs::k, {B, T + 1, H, DK})), HasSubstr("k: expected shape"));
   EXPECT_THAT(gdn(with(&Inputs::v, {B, T, H + 1, DV})), HasSubstr("v: expected shape"));

@@ -20,6 +20,9 @@
 //      random gen_delta_case problems in double, so c leaves a margin of 5.
 #pragma once
 
+#include <tuple>
+#include <utility>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,6 +94,26 @@ void expect_forms_agree(const dr::Problem<S>& p, const std::string& label) {
   expect_same_result(dr::materialized(p), serial, m, growth, label + ": materialized vs serial");
   for (const Eigen::Index c : kChunkSizes)
     expect_same_result(dr::chunked(p, c), serial, m, growth, label + ": chunked C=" + std::to_string(c) + " vs serial");
+}
+
+// One cell of the forms grid that the delta_rule_forms_{double,dd,rational} tests instantiate.
+using Dims = std::pair<Eigen::Index, Eigen::Index>;  // (d_k, d_v)
+using GridParam = std::tuple<Mechanism, Eigen::Index, bool, Dims>;  // mechanism, T, initial state, dims
+
+inline std::string grid_param_name(const ::testing::TestParamInfo<GridParam>& info) {
+  const auto& [mech, T, init, dims] = info.param;
+  return mechanism_name(mech) + "_T" + std::to_string(T) + (init ? "_S0" : "_zero") + "_dk" +
+         std::to_string(dims.first) + "_dv" + std::to_string(dims.second);
+}
+
+// Builds the cell's problem with make(mechanism, shape, seed) and checks that its forms agree.
+template <class Make>
+void check_grid_cell(const GridParam& param, Make&& make) {
+  const auto& [mech, T, init, dims] = param;
+  const Shape shape{T, dims.first, dims.second, init};
+  const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(T) + 10 * dims.first + (init ? 1 : 0);
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  expect_forms_agree(make(mech, shape, seed), describe(mech, shape, seed));
 }
 
 }  // namespace larc::testing

@@ -3,31 +3,18 @@
 // final states, to the tolerance derived in delta_rule_forms_check.h.
 #include <gtest/gtest.h>
 
-#include <tuple>
-
 #include "delta_rule_forms_check.h"
 
 namespace {
 
 using namespace larc::testing;
 
-using Dims = std::pair<Eigen::Index, Eigen::Index>;  // (d_k, d_v)
-using Param = std::tuple<Mechanism, Eigen::Index, bool, Dims>;
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto& [mech, T, init, dims] = info.param;
-  return mechanism_name(mech) + "_T" + std::to_string(T) + (init ? "_S0" : "_zero") + "_dk" +
-         std::to_string(dims.first) + "_dv" + std::to_string(dims.second);
-}
-
-class DeltaRuleFormsDoubleDouble : public ::testing::TestWithParam<Param> {};
+class DeltaRuleFormsDoubleDouble : public ::testing::TestWithParam<GridParam> {};
 
 TEST_P(DeltaRuleFormsDoubleDouble, SerialMaterializedChunkedAgree) {
-  const auto [mech, T, init, dims] = GetParam();
-  const Shape shape{T, dims.first, dims.second, init};
-  const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(T) + 10 * dims.first + (init ? 1 : 0);
-  RecordProperty("seed", std::to_string(seed));
-  expect_forms_agree(make_problem<larc::ref::dd>(mech, shape, seed), describe(mech, shape, seed));
+  check_grid_cell(GetParam(), [](Mechanism mech, const Shape& shape, std::uint64_t seed) {
+    return make_problem<larc::ref::dd>(mech, shape, seed);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -35,6 +22,6 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Mechanism::deltanet, Mechanism::gdn, Mechanism::kla),
                        ::testing::Values<Eigen::Index>(1, 2, 63, 64, 65, 300), ::testing::Bool(),
                        ::testing::Values(Dims{5, 3}, Dims{3, 7})),
-    param_name);
+    grid_param_name);
 
 }  // namespace

@@ -234,12 +234,7 @@ template <class S, class GatesOf>
 BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                              std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
                              Form form, Eigen::Index chunk, GatesOf&& gates_of) {
-  require_shape(q, "q", {-1, -1, -1, -1});
-  const auto B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
-  require_shape(k, "k", {B, T, H, K});
-  require_shape(v, "v", {B, T, H, -1});
-  const auto V = v.dim(3);
-  if (initial_state) require_shape(*initial_state, "initial_state", {B, H, K, V});
+  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
   BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
@@ -265,8 +260,8 @@ BatchedResult<S> gdn_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
                              const Tensor<S>& g, const Tensor<S>& beta, std::optional<std::type_identity_t<S>> scale = {},
                              const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
                              Eigen::Index chunk = 64) {
-  require_shape(g, "g", {q.dim(0), q.dim(1), q.dim(2)});
-  require_shape(beta, "beta", {q.dim(0), q.dim(1), q.dim(2)});
+  require_shape(g, "g", gate_shape_of(q));
+  require_shape(beta, "beta", gate_shape_of(q));
   return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
     return HeadGates<S>{decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)};
   });
@@ -278,7 +273,7 @@ BatchedResult<S> deltanet_batched(const Tensor<S>& q, const Tensor<S>& k, const 
                                   const Tensor<S>& beta, std::optional<std::type_identity_t<S>> scale = {},
                                   const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
                                   Eigen::Index chunk = 64) {
-  require_shape(beta, "beta", {q.dim(0), q.dim(1), q.dim(2)});
+  require_shape(beta, "beta", gate_shape_of(q));
   return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
     return HeadGates<S>{Vec<S>::Ones(q.dim(1)), head_gate(beta, b, h)};
   });
@@ -290,8 +285,8 @@ BatchedResult<S> kla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
                              const Tensor<S>& g, const Tensor<S>& eta, std::type_identity_t<S> eps = S(1e-6), std::optional<std::type_identity_t<S>> scale = {},
                              const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
                              Eigen::Index chunk = 64) {
-  require_shape(g, "g", {q.dim(0), q.dim(1), q.dim(2)});
-  require_shape(eta, "eta", {q.dim(0), q.dim(1), q.dim(2)});
+  require_shape(g, "g", gate_shape_of(q));
+  require_shape(eta, "eta", gate_shape_of(q));
   return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
     return HeadGates<S>{decays_from_log(head_gate(g, b, h)),
                         kla_beta<S>(head_rows(k, b, h), head_gate(eta, b, h), eps)};

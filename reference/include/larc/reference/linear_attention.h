@@ -175,12 +175,7 @@ BatchedResult<S> la_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor
                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_normalizer = {}, Form form = Form::serial,
                             Eigen::Index chunk = 64) {
-  require_shape(q, "q", {-1, -1, -1, -1});
-  const auto B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
-  require_shape(k, "k", {B, T, H, K});
-  require_shape(v, "v", {B, T, H, -1});
-  const auto V = v.dim(3);
-  if (initial_state) require_shape(*initial_state, "initial_state", {B, H, K, V});
+  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
   if (initial_normalizer) require_shape(*initial_normalizer, "initial_normalizer", {B, H, K});
   BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V}), Tensor<S>({B, H, K})};
   for (std::int64_t b = 0; b < B; ++b) {

@@ -52,6 +52,32 @@ void require_shape(const Tensor<S>& x, const char* field, std::vector<std::int64
   }
 }
 
+// The sizes of a batched attention call: q, k [B, T, H, K], v [B, T, H, V], state [B, H, K, V].
+struct BatchedDims {
+  std::int64_t B, T, H, K, V;
+};
+
+// Checks q/k/v (and the initial state when given) against each other, naming the field that disagrees.
+template <class S>
+BatchedDims batched_dims(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>* initial_state) {
+  require_shape(q, "q", {-1, -1, -1, -1});
+  const auto B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
+  require_shape(k, "k", {B, T, H, K});
+  require_shape(v, "v", {B, T, H, -1});
+  const auto V = v.dim(3);
+  if (K < 1) throw std::invalid_argument("q: head dimension d_k must be >= 1, got " + std::to_string(K));
+  if (V < 1) throw std::invalid_argument("v: head dimension d_v must be >= 1, got " + std::to_string(V));
+  if (initial_state) require_shape(*initial_state, "initial_state", {B, H, K, V});
+  return {B, T, H, K, V};
+}
+
+// The [B, T, H] shape per-token gates must have, after checking that q is [B, T, H, K].
+template <class S>
+std::vector<std::int64_t> gate_shape_of(const Tensor<S>& q) {
+  require_shape(q, "q", {-1, -1, -1, -1});
+  return {q.dim(0), q.dim(1), q.dim(2)};
+}
+
 // [B, T, H, D] → T×D for (b, h).
 template <class S>
 Mat<S> head_rows(const Tensor<S>& x, std::int64_t b, std::int64_t h) {
