@@ -103,7 +103,7 @@ std::string ledger_markdown(const std::vector<LedgerEntry>& rows) {
        << "**Paper:** " << r.claim->paper << "  \n"
        << "**Claim:** " << r.claim->statement << "  \n"
        << "**Verdict:** " << verdict_name(r.outcome.verdict) << "  \n"
-       << "**Reproduce:** `" << r.reproduce() << "` (" << r.config.trials << " trials, seed " << r.config.seed
+       << "**Reproduce:** `" << r.reproduce() << "` (trials " << r.config.trials << ", seed " << r.config.seed
        << ", " << std::to_string(static_cast<int>(r.seconds * 1000)) << " ms)\n\n"
        << "**Evidence.** " << r.outcome.evidence << "\n";
     if (!r.outcome.counterexample.empty()) md << "\n**Counterexample.** " << r.outcome.counterexample << "\n";
