@@ -6,10 +6,6 @@ namespace larc::proofs {
 
 namespace {
 Mat<rational> decayed(const KaczmarzInstance& x) { return x.alpha * x.s_prev; }
-
-rational per_token_loss(const Mat<rational>& s, const Vec<rational>& k, const Vec<rational>& v) {
-  return rational(1, 2) * (s.transpose() * k - v).squaredNorm();
-}
 }  // namespace
 
 KaczmarzInstance random_kaczmarz_instance(std::uint64_t seed, int dk, int dv, bool with_decay) {
@@ -49,7 +45,7 @@ rational line_search_residual(const KaczmarzInstance& x, const Mat<rational>& s_
   const Mat<rational> s = decayed(x);
   const Vec<rational> e = x.v - s.transpose() * x.k;
   if (e.squaredNorm() == 0) return max_abs(s_t - s);
-  auto loss_at = [&](const rational& b) { return per_token_loss(s + b * x.k * e.transpose(), x.k, x.v); };
+  auto loss_at = [&](const rational& b) { return per_token_loss<rational>(s + b * x.k * e.transpose(), x.k, x.v); };
   const rational l0 = loss_at(0), l1 = loss_at(1), l2 = loss_at(2);
   const rational a = (l2 - 2 * l1 + l0) / 2, b = l1 - l0 - a, c = l0;
   rational worst = abs(rational(loss_at(3) - (9 * a + 3 * b + c)));  // the loss is this quadratic
@@ -62,15 +58,8 @@ rational line_search_residual(const KaczmarzInstance& x, const Mat<rational>& s_
 
 rational gradient_step_residual(const KaczmarzInstance& x, const Mat<rational>& s_t) {
   const Mat<rational> s = decayed(x);
-  Mat<rational> grad(s.rows(), s.cols());
-  for (Eigen::Index i = 0; i < s.rows(); ++i) {
-    for (Eigen::Index j = 0; j < s.cols(); ++j) {
-      Mat<rational> plus = s, minus = s;
-      plus(i, j) += 1;
-      minus(i, j) -= 1;
-      grad(i, j) = (per_token_loss(plus, x.k, x.v) - per_token_loss(minus, x.k, x.v)) / 2;
-    }
-  }
+  const Mat<rational> grad =
+      central_difference_gradient(s, [&](const Mat<rational>& m) { return per_token_loss<rational>(m, x.k, x.v); });
   return max_abs(s_t - (s - grad / x.k.squaredNorm()));
 }
 

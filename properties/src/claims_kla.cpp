@@ -135,7 +135,7 @@ ClaimOutcome kla_c2(const ClaimConfig& cfg) {
   double worst_dev = 0;
   for (int i = 0; i < cfg.trials; ++i) {
     const TrainedWrite w = trained_write(cfg.seed, i);
-    auto loss = [&](const ref::Mat<W>& s) { return W(0.5) * (s.transpose() * w.k - w.v).squaredNorm(); };
+    auto loss = [&](const ref::Mat<W>& s) { return proofs::per_token_loss<W>(s, w.k, w.v); };
     const W l0 = loss(w.s_tilde);
     if (l0 == W(0)) continue;
     const W predicted = (W(1) - w.rho) * (W(1) - w.rho);
@@ -155,15 +155,8 @@ ClaimOutcome kla_c3(const ClaimConfig& cfg) {
   double worst_dev = 0;
   for (int i = 0; i < cfg.trials; ++i) {
     const TrainedWrite w = trained_write(cfg.seed, i);
-    auto loss = [&](const ref::Mat<W>& s) { return W(0.5) * (s.transpose() * w.k - w.v).squaredNorm(); };
-    ref::Mat<W> grad(w.s_tilde.rows(), w.s_tilde.cols());
-    for (Eigen::Index a = 0; a < grad.rows(); ++a)
-      for (Eigen::Index b = 0; b < grad.cols(); ++b) {
-        ref::Mat<W> plus = w.s_tilde, minus = w.s_tilde;
-        plus(a, b) += W(1);
-        minus(a, b) -= W(1);
-        grad(a, b) = (loss(plus) - loss(minus)) / W(2);  // exact for a quadratic, up to rounding
-      }
+    const ref::Mat<W> grad = proofs::central_difference_gradient(
+        w.s_tilde, [&](const ref::Mat<W>& s) { return proofs::per_token_loss<W>(s, w.k, w.v); });
     worst_dev = std::max(worst_dev, rel_dev(w.s_t, w.s_tilde - w.beta * grad));
   }
   const bool ok = worst_dev < 1e-65;

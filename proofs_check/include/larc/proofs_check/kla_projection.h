@@ -20,6 +20,26 @@ struct KaczmarzInstance {
 };
 KaczmarzInstance random_kaczmarz_instance(std::uint64_t seed, int dk, int dv, bool with_decay);
 
+// The per-token loss ℓ(S) = ½‖S^T k − v‖² of KLA-C2/C3, in any scalar.
+template <class S>
+S per_token_loss(const Mat<S>& s, const Vec<S>& k, const Vec<S>& v) {
+  return S(0.5) * S((s.transpose() * k - v).squaredNorm());
+}
+
+// ∇ℓ at s by central differences with step 1, exact for a quadratic ℓ (up to S's rounding).
+template <class S, class Loss>
+Mat<S> central_difference_gradient(const Mat<S>& s, Loss&& loss) {
+  Mat<S> grad(s.rows(), s.cols());
+  for (Eigen::Index i = 0; i < s.rows(); ++i)
+    for (Eigen::Index j = 0; j < s.cols(); ++j) {
+      Mat<S> plus = s, minus = s;
+      plus(i, j) += S(1);
+      minus(i, j) -= S(1);
+      grad(i, j) = (loss(plus) - loss(minus)) / S(2);
+    }
+  return grad;
+}
+
 // S_t from delta_rule::State<rational>::step with β = kla_beta(k, η = 1, ε = 0).
 Mat<rational> kaczmarz_write(const KaczmarzInstance& x);
 
