@@ -5,7 +5,7 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-  cmake ninja-build g++ pkg-config \
+  cmake ninja-build g++ \
   libeigen3-dev libboost-dev libqd-dev libmpfr-dev libgmp-dev \
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcli11-dev >/dev/null
