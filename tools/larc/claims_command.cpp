@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -21,6 +23,21 @@ struct ClaimsOptions {
   bool list = false;
 };
 
+// Fails early, before minutes of checks, when an output file cannot be created.
+bool writable(const std::string& option, const std::string& path) {
+  if (path.empty()) return true;
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) {
+    std::cerr << "larc claims: " << option << ": cannot write " << path << " (" << std::strerror(errno) << ")\n";
+    return false;
+  }
+  std::fclose(f);
+  std::remove(tmp.c_str());
+  return true;
+}
+
+// Writes through a temporary file and a rename, so a killed run never leaves a half-written ledger.
 void write_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
@@ -53,6 +70,7 @@ int run_claims(const ClaimsOptions& o) {
     for (const Claim* c : selected) std::cout << c->id << "  " << c->statement << "\n";
     return 0;
   }
+  if (!writable("--json", o.json_path) || !writable("--markdown", o.markdown_path)) return 2;
   const bool progress = isatty(STDERR_FILENO);
   std::vector<LedgerEntry> rows;
   for (std::size_t i = 0; i < selected.size(); ++i) {
@@ -71,7 +89,16 @@ std::function<int()> add_claims_command(CLI::App& app) {
   auto opts = std::make_shared<ClaimsOptions>();
   CLI::App* cmd = app.add_subcommand("claims", "Check every paper claim and print the ledger (SPEC.md verdicts)");
   cmd->add_option("--only", opts->only, "Run only these claim ids (e.g. KLA-C1); repeatable");
-  cmd->add_option("--seed", opts->seed, "Seed of the random search (same seed, same verdict and evidence)");
+  cmd->add_option("--seed", opts->seed, "Seed of the random search (same seed, same verdict and evidence)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const std::string max = "18446744073709551615";  // 2^64 − 1; same length: compare as text
+            const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+            return digits && (v.size() < max.size() || (v.size() == max.size() && v <= max))
+                       ? std::string()
+                       : "expected a whole number from 0 to 18446744073709551615, got '" + v + "'";
+          },
+          "UINT64"));
   cmd->add_option("--trials", opts->trials, "Random trials per claim (default: each claim's own)")
       ->check(CLI::Range(1, 10000000));
   cmd->add_option("--json", opts->json_path, "Write the ledger as JSON to this file");
