@@ -68,26 +68,10 @@ Mat<double> state(const Tensor<double>& s, std::int64_t b, std::int64_t h) {
   return m;
 }
 
-ref::SeqResult<double> run(dr::Form form, const dr::Problem<double>& p) {
-  switch (form) {
-    case dr::Form::serial: return dr::serial(p);
-    case dr::Form::materialized: return dr::materialized(p);
-    case dr::Form::chunked: return dr::chunked(p, kChunk);
-    case dr::Form::streamed: return dr::streamed(p);
-  }
-  throw std::logic_error("unknown form");
-}
+ref::SeqResult<double> run(dr::Form form, const dr::Problem<double>& p) { return dr::run(p, form, kChunk); }
 
 constexpr dr::Form kForms[] = {dr::Form::serial, dr::Form::materialized, dr::Form::chunked, dr::Form::streamed};
-std::string form_name(dr::Form f) {
-  switch (f) {
-    case dr::Form::serial: return "serial";
-    case dr::Form::materialized: return "materialized";
-    case dr::Form::chunked: return "chunked";
-    case dr::Form::streamed: return "streamed";
-  }
-  return "?";
-}
+using ref::form_name;
 
 enum class Mech { deltanet, gdn, kla };
 
@@ -135,7 +119,7 @@ TEST_P(DeltaRuleBatched, EqualsPerHeadProblemRunForEveryForm) {
       for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t h = 0; h < H; ++h) {
           const ref::SeqResult<double> want = run(form, head_problem(m, in, b, h, 0.75, with_s0));
-          const std::string what = form_name(form) + " b=" + std::to_string(b) + " h=" + std::to_string(h) +
+          const std::string what = std::string(form_name(form)) + " b=" + std::to_string(b) + " h=" + std::to_string(h) +
                                    (with_s0 ? " with S0" : "");
           EXPECT_TRUE(head(r.o, b, h) == want.o) << what;
           EXPECT_TRUE(state(r.final_state, b, h) == want.final_state) << what;

@@ -21,6 +21,7 @@
 #include "forms_tolerance.h"
 #include "larc/proofs_check/exact.h"
 #include "larc/properties/generators.h"
+#include "larc/reference/delta_rule.h"
 #include "larc/reference/linear_attention.h"
 
 namespace larc::testing {
@@ -64,7 +65,7 @@ la::Problem<S> make_la_problem(const LaVariant& var, const LaShape& s, std::uint
   p.opt.feature = var.feature;
   p.opt.ratio = var.ratio;
   p.opt.eps = var.ratio ? S(1e-6) : S(0);
-  p.opt.scale = larc::ref::from_double<S>(1.0 / std::sqrt(static_cast<double>(s.dk)));
+  p.opt.scale = larc::ref::delta_rule::default_scale<S>(s.dk);
   if (s.initial_memory) {
     const Mat<S> fk = la::feature_rows(var.feature, cast_matrix<S>(props::gaussian(rng, 5, s.dk, 1.0)));
     const Mat<S> v = cast_matrix<S>(props::gaussian(rng, 5, s.dv, 1.0));

@@ -209,6 +209,18 @@ SeqResult<S> streamed(const Problem<S>& p) {
   return {std::move(o), st.matrix()};
 }
 
+// Runs the given form (chunk is used by Form::chunked only).
+template <class S>
+SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
+  switch (form) {
+    case Form::serial: return serial(p);
+    case Form::materialized: return materialized(p);
+    case Form::chunked: return chunked(p, chunk);
+    case Form::streamed: return streamed(p);
+  }
+  throw std::invalid_argument("delta_rule::run: unknown form");
+}
+
 }  // namespace larc::ref::delta_rule
 
 // ---- Batched wrappers with FLA's conventions ([B,T,H,D], g as log-decay, per-token β) ----------
@@ -242,10 +254,7 @@ BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
       Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), std::move(g.alpha),
                    std::move(g.beta), scale ? *scale : default_scale<S>(K), {}};
       if (initial_state) p.initial_state = head_state(*initial_state, b, h);
-      SeqResult<S> res = form == Form::serial         ? serial(p)
-                         : form == Form::materialized ? materialized(p)
-                         : form == Form::chunked      ? chunked(p, chunk)
-                                                      : streamed(p);
+      const SeqResult<S> res = run(p, form, chunk);
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_state);
     }

@@ -162,6 +162,19 @@ Result<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
   return {std::move(o), std::move(m)};
 }
 
+// Runs the given form (chunk is used by Form::chunked only). serial is State::step over the
+// sequence, so Form::streamed and Form::serial coincide for LA.
+template <class S>
+Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
+  switch (form) {
+    case Form::serial:
+    case Form::streamed: return serial(p);
+    case Form::materialized: return materialized(p);
+    case Form::chunked: return chunked(p, chunk);
+  }
+  throw std::invalid_argument("linear_attention::run: unknown form");
+}
+
 template <class S>
 struct BatchedResult {
   Tensor<S> o;                 // [B, T, H, d_v]
@@ -184,10 +197,7 @@ BatchedResult<S> la_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor
       if (initial_state) p.initial_state = head_state(*initial_state, b, h);
       if (initial_normalizer)
         p.initial_normalizer = Vec<S>(Eigen::Map<const Vec<S>>(&initial_normalizer->data[(b * H + h) * K], K));
-      // serial is State::step over the sequence, so Form::streamed and Form::serial coincide for LA.
-      const Result<S> res = form == Form::materialized ? materialized(p)
-                            : form == Form::chunked    ? chunked(p, chunk)
-                                                       : serial(p);
+      const Result<S> res = run(p, form, chunk);
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_memory.s);
       std::copy(res.final_memory.z.data(), res.final_memory.z.data() + K, r.final_normalizer.data.begin() + (b * H + h) * K);

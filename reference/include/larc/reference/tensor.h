@@ -17,6 +17,16 @@ namespace larc::ref {
 // Which form of a mechanism a batched wrapper runs on every head.
 enum class Form { serial, materialized, chunked, streamed };
 
+inline const char* form_name(Form f) {
+  switch (f) {
+    case Form::serial: return "serial";
+    case Form::materialized: return "materialized";
+    case Form::chunked: return "chunked";
+    case Form::streamed: return "streamed";
+  }
+  return "?";
+}
+
 template <class S>
 struct Tensor {
   std::vector<std::int64_t> shape;
