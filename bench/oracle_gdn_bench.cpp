@@ -1,5 +1,6 @@
 // Oracle cost per token of the GDN serial recurrence (SPEC "GDN") on each rung of the precision
-// ladder, d_k = d_v = 64: State::step (streaming decode) and delta_rule::serial (product form).
+// ladder, d_k = d_v = 64: State::step (streaming decode) and delta_rule::serial (the printed
+// recurrence applied as rank-one updates).
 // Reports items_per_second = tokens/s and the counter ns_per_token, so rungs compare directly
 // (DESIGN.md: dd_real is the default oracle, expected ~45× the cost of double).
 #include <benchmark/benchmark.h>
