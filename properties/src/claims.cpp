@@ -19,7 +19,11 @@ std::string_view verdict_name(Verdict v) {
 const std::vector<Claim>& all_claims() {
   static const std::vector<Claim> claims = [] {
     std::vector<Claim> out;
+    register_vla_claims(out);
+    register_ccq_claims(out);
     register_kla_claims(out);
+    register_log_linear_claims(out);
+    register_hla_claims(out);
     return out;
   }();
   return claims;

@@ -40,7 +40,11 @@ const std::vector<Claim>& all_claims();
 const Claim* find_claim(std::string_view id);
 
 // Per paper, a function that appends its claims; all_claims() calls each once.
+void register_vla_claims(std::vector<Claim>& out);
+void register_ccq_claims(std::vector<Claim>& out);
 void register_kla_claims(std::vector<Claim>& out);
+void register_log_linear_claims(std::vector<Claim>& out);
+void register_hla_claims(std::vector<Claim>& out);
 
 struct LedgerEntry {
   const Claim* claim = nullptr;
