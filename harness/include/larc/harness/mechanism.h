@@ -1,0 +1,80 @@
+// The mechanism registry (DESIGN.md "The program"): for each mechanism the gate knows, its named
+// inputs and outputs in FLA's layout ([B,T,H,D] sequences, [B,T,H] gates, [B,H,K,V] states) with
+// their shapes as functions of (B, T, H, K, V), a seeded input generator with the parameters worth
+// stressing ("knobs": key collinearity and norms, gate ranges), and the reference computation at any
+// rung of the precision ladder (float for the same-precision baseline, double and f128 to estimate the
+// oracle's error, dd for the oracle itself).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "larc/harness/typed_tensor.h"
+
+namespace larc::harness {
+
+// The sizes of a case: batch, sequence length, heads, key and value head dimensions.
+struct Shape {
+  std::int64_t B = 1, T = 1, H = 1, K = 1, V = 1;
+  std::string str() const;                  // "B,T,H,K,V", e.g. "1,256,2,64,64"
+  static Shape parse(const std::string& s);  // throws std::invalid_argument naming the field
+  bool operator==(const Shape&) const = default;
+};
+
+// A tensor's dims as letters: B, T, H, K, V, or 1 (a dimension of size one), e.g. "BTHK", "BHKV".
+std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s);
+
+struct TensorSpec {
+  std::string name;     // "q", "g", "o", "final_state", ...
+  std::string dims;     // letters, see dims_of
+  std::string meaning;  // one line for docs and `larc fixtures show`
+  bool fp32_output = false;  // an output kept in float32 whatever the case's dtype (FLA's final state)
+};
+
+// A generator parameter worth stressing, with its range; drawn log-uniformly when log_scale.
+struct Knob {
+  std::string name;
+  double lo = 0, hi = 1, default_value = 0;
+  bool log_scale = false;
+  std::string meaning;
+};
+using KnobValues = std::map<std::string, double>;
+
+enum class Precision { f32, f64, dd, f128 };
+std::string_view precision_name(Precision p);  // "float", "double", "dd_real", "float128"
+
+struct Mechanism {
+  std::string name;  // "gdn", "deltanet", "kla", "la", "la-ratio", ...
+  std::string description;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<Knob> knobs;
+  nlohmann::json parameters;      // fixed parameters (scale, eps, feature map), written into fixtures
+  std::vector<ref::Form> forms;   // the forms `compute` runs
+  // Inputs in float64 for a shape, a seed and knob values (every knob present); deterministic.
+  std::function<ValueMap(const Shape&, std::uint64_t seed, const KnobValues&)> generate;
+  // The reference outputs of `inputs` (exact values, e.g. already rounded to a dtype) computed at the
+  // given precision and form, returned in float64 (rounded to nearest from the precision).
+  std::function<ValueMap(const ValueMap& inputs, Precision, ref::Form, std::int64_t chunk)> compute;
+
+  const TensorSpec& output(std::string_view name) const;  // throws std::invalid_argument
+  // The index of the time axis (T) of an output, -1 for outputs without one (final states).
+  int time_axis(std::string_view output_name) const;
+  // Every knob at its default, overridden by `given`; an unknown name or a value outside the knob's
+  // range throws std::invalid_argument naming it.
+  KnobValues resolve_knobs(const KnobValues& given) const;
+  // Checks every input is present with the shape its spec gives and holds only finite numbers, and
+  // returns the shape; throws std::invalid_argument naming the input and what was expected.
+  Shape shape_of(const ValueMap& inputs) const;
+};
+
+// Every registered mechanism, in a fixed order.
+const std::vector<Mechanism>& mechanisms();
+// Throws std::invalid_argument listing the known names when `name` is not registered.
+const Mechanism& find_mechanism(std::string_view name);
+
+}  // namespace larc::harness

@@ -1,0 +1,69 @@
+// The case runner (DESIGN.md "Tolerance policy"): a case is (subject, mechanism, dtype, shape, seed,
+// knobs). Its inputs are generated in float64 and rounded to the dtype; the oracle is the reference
+// computed from those rounded inputs at dd (≈106 bits) and certifies itself with an error estimate
+// (|dd − double|, escalated to |dd − float128| where that is not 1000× below the tolerance); the
+// same-precision baseline is the reference serial form in float on the same inputs. The subject
+// runs twice on outputs poisoned with NaN; the two runs must agree bit for bit, and the outputs are
+// judged by the tolerance policy (tolerance.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "larc/harness/mechanism.h"
+#include "larc/harness/subject.h"
+#include "larc/harness/tolerance.h"
+
+namespace larc::harness {
+
+struct CaseSpec {
+  std::string subject;    // kernel name (JSON "kernel")
+  std::string mechanism;
+  Dtype dtype = Dtype::fp32;
+  Shape shape;
+  std::uint64_t seed = 1;  // the seed the inputs are generated from
+  KnobValues knobs;        // every knob of the mechanism (Mechanism::resolve_knobs)
+  std::string origin = "grid";  // "grid", "random", or the fixture file the inputs came from
+  // The command that runs this case alone.
+  std::string reproduce() const;
+};
+
+// A case's inputs and what subjects are judged against; shared by every subject of the same
+// (mechanism, dtype, shape, seed, knobs).
+struct PreparedCase {
+  CaseSpec spec;
+  TensorMap inputs;   // in spec.dtype, shaped as the mechanism's inputs
+  ValueMap oracle;    // float64 oracle outputs
+  std::map<std::string, std::vector<double>> oracle_error;  // per output, per slice (tolerance.h)
+  std::string oracle_method;  // how oracle_error was estimated
+};
+
+// Generates the inputs of `spec` and computes the oracle and its error estimate.
+PreparedCase prepare_case(const CaseSpec& spec);
+// The oracle and its estimate for inputs given in the case's dtype (used by prepare_case and by
+// `larc fixtures gen`).
+void compute_oracle(PreparedCase& prepared);
+
+struct CaseResult {
+  CaseSpec spec;
+  bool pass = false;
+  std::vector<std::string> errors;   // every violation and failure, readable
+  std::vector<Judgement> outputs;    // one per output judged
+  bool deterministic = true;         // two runs gave bitwise equal outputs
+  std::string oracle_method;
+  double seconds = 0;
+  // The judgement of output "o" (every mechanism has it), or nullptr when it was not judged.
+  const Judgement* main_output() const;
+};
+
+// Runs the subject on the prepared case and judges it (subject.mechanism must be the case's).
+CaseResult run_subject(const PreparedCase& prepared, const Subject& subject, const ToleranceConfig& config = {});
+// Judges outputs computed elsewhere (`larc diff`): every output of the mechanism present in
+// `candidate` is judged, "o" is required; values of any float dtype are taken as they are.
+CaseResult judge_candidate(const PreparedCase& prepared, const TensorMap& candidate, const ToleranceConfig& config = {});
+// prepare_case + run_subject.
+CaseResult run_case(const CaseSpec& spec, const ToleranceConfig& config = {});
+
+}  // namespace larc::harness

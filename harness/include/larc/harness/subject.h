@@ -1,0 +1,62 @@
+// The kernel registry (DESIGN.md "Layering rules": one registry). A subject is a kernel under test:
+// its name, the mechanism it implements, the dtypes and shapes it takes and a launcher. The gate,
+// the fuzzer, diff, tests and benchmarks iterate this registry, so a kernel is checked everywhere by
+// registering it once.
+//
+// Registering an out-of-tree kernel is one call, before running the gate (see runner.h / gate.h):
+//
+//   larc::harness::register_subject({
+//       .name = "my-gdn-triton", .mechanism = "gdn",
+//       .dtypes = {larc::harness::Dtype::bf16, larc::harness::Dtype::fp16},
+//       .limits = {.max_T = 65536, .head_dims = {64, 128}},
+//       .launch = [](const larc::harness::TensorMap& in, larc::harness::TensorMap& out) {
+//         // in.at("q") ... are TypedTensors in the case's dtype, laid out as the mechanism's inputs
+//         // (larc::harness::find_mechanism("gdn").inputs); out.at("o"), out.at("final_state") are
+//         // allocated in their dtypes and poisoned with NaN: write every element.
+//       }});
+//
+// The launcher must be deterministic (it runs twice; the outputs must be bitwise equal), must write
+// every output element and nothing past the end (a NaN guard region follows every tensor), and may
+// throw (the case then fails with the exception's message).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "larc/harness/mechanism.h"
+
+namespace larc::harness {
+
+// The largest sizes a subject takes (0: no limit) and, when not empty, the only K and V it takes.
+struct ShapeLimits {
+  std::int64_t max_B = 0, max_T = 0, max_H = 0, max_K = 0, max_V = 0;
+  std::vector<std::int64_t> head_dims;
+  bool accepts(const Shape& s) const;
+};
+
+using Launcher = std::function<void(const TensorMap& inputs, TensorMap& outputs)>;
+
+struct Subject {
+  std::string name;
+  std::string mechanism;        // a registered mechanism (mechanisms())
+  std::vector<Dtype> dtypes;    // the dtypes of its inputs and outputs (final states stay fp32)
+  ShapeLimits limits;
+  Launcher launch;
+  std::string description;
+  bool supports(Dtype d) const;
+};
+
+// Adds a subject. A subject is identified by (name, mechanism): one kernel family may register the
+// same name for several mechanisms. Throws std::invalid_argument when the pair is taken, the name is
+// empty, the mechanism is unknown, no dtype is given or the launcher is empty.
+void register_subject(Subject s);
+// Every registered subject: the reference's own CPU forms first (reference_subjects.cpp: for every
+// mechanism ref-serial-f32, ref-chunked-f32 and, where the family has one, ref-streamed-f32), then
+// the registered ones in registration order.
+const std::vector<Subject>& subjects();
+// Throws std::invalid_argument listing the known subjects when (name, mechanism) is not registered.
+const Subject& find_subject(std::string_view name, std::string_view mechanism);
+
+}  // namespace larc::harness

@@ -1,0 +1,82 @@
+// The tolerance policy of the gate, implemented once (DESIGN.md "Tolerance policy"; docs/gate.md).
+//
+// An output in dtype D is judged against the float64 oracle O together with the same-precision
+// baseline Z (the reference computed from the same D-rounded inputs in float, output rounded to D).
+// Slices: one per timestep t (all other coordinates of the output), or one slice for outputs without
+// a time axis (final states). With e_t(X) = ‖X_t − O_t‖₂ and floor F_t = u_D · ‖O_t‖₂ (the most that
+// rounding the oracle itself to D can cost), the subject Y passes iff
+//   (1) every element was written (outputs are poisoned with NaN before the subject runs);
+//   (2) Y is finite wherever O is finite;
+//   (3) per timestep:  e_t(Y) ≤ k · max(e_t(Z), ē_t(Z)) + F_t, where ē_t(Z) is the baseline's RMS
+//       error over the trailing window of W timesteps ending at t (so one timestep where the baseline
+//       happens to round luckily does not fail an honest kernel);
+//   (4) per trailing window w of W timesteps:  ‖e_w(Y)‖₂ ≤ k · ‖e_w(Z)‖₂ + ‖F_w‖₂;
+//   (5) the baseline is finite wherever O is (otherwise the case lies outside D's range and no
+//       verdict is possible: it fails, naming the cause).
+// k = 2 (FlashAttention's factor), W = 64. Whole-tensor cosine or relative RMS is never the
+// criterion: a state carry scaled by 0.99 over 16k steps keeps cosine > 0.9999 (tests/
+// tolerance_policy_test.cpp measures it) and is caught by (3) and (4).
+// The oracle certifies itself: its per-slice error estimate must lie `oracle_margin` (1000) times
+// below the tolerance of that slice; the runner escalates a rung when it does not (runner.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "larc/harness/typed_tensor.h"
+
+namespace larc::harness {
+
+struct ToleranceConfig {
+  double k = 2.0;
+  std::int64_t window = 64;
+  double oracle_margin = 1000.0;
+};
+
+// One output of one case as the policy sees it; the pointers must outlive judge().
+struct OutputUnderTest {
+  std::string name;
+  Dtype dtype = Dtype::fp32;             // the output's dtype: its floor and ULPs
+  int time_axis = -1;                    // index of T in the shape, -1: the whole tensor is one slice
+  const ref::Tensor<double>* subject = nullptr;
+  const std::vector<bool>* unwritten = nullptr;  // elements still holding the poison (null: all written)
+  const ref::Tensor<double>* oracle = nullptr;
+  const ref::Tensor<double>* baseline = nullptr;
+  std::vector<double> oracle_error;      // per slice: ‖oracle error estimate‖₂ (required: empty fails)
+};
+
+struct Judgement {
+  std::string output;
+  Dtype dtype = Dtype::fp32;
+  bool pass = true;
+  std::vector<std::string> violations;  // the first few of each kind, readable
+
+  // What caught it (counts of violated elements, timesteps, windows).
+  std::int64_t unwritten = 0, non_finite = 0, baseline_non_finite = 0, timestep_violations = 0,
+               window_violations = 0;
+
+  // Figures (errors against the oracle; "rel" relative to ‖O‖ of the same slice or tensor).
+  double rel_rms = 0, baseline_rel_rms = 0;      // ‖Y − O‖_F / ‖O‖_F, the same for Z
+  double max_abs_err = 0, baseline_max_abs_err = 0;
+  double max_rel_err = 0, baseline_rel_err = 0;  // worst slice: max_t e_t(Y)/‖O_t‖, max_t e_t(Z)/‖O_t‖
+  double worst_ratio = 0;                        // max over timesteps and windows of error / tolerance (≤ 1 passes)
+  std::int64_t worst_timestep = -1;              // slice of the worst per-timestep ratio
+  std::vector<std::int64_t> worst_coordinate;    // coordinate of max |Y − O|
+  double max_ulps = 0;                           // max |Y − O| in units of D's spacing at O
+  double cosine = 1;                             // whole-tensor cosine(Y, O): reported, never a criterion
+  double whole_tensor_ratio = 0;                 // ‖Y − O‖_F / (k‖Z − O‖_F + u_D‖O‖_F): reported, never a criterion
+  double oracle_margin = 0;                      // min over slices of tolerance / oracle error (inf when exact)
+  bool oracle_certified = false;                 // oracle_margin ≥ config.oracle_margin (else the case fails)
+};
+
+Judgement judge(const OutputUnderTest& out, const ToleranceConfig& config = {});
+
+// ‖x_t‖₂ per slice (per timestep of `time_axis`, or one slice for -1).
+std::vector<double> slice_norms(const ref::Tensor<double>& x, int time_axis);
+// The spacing of dtype D's numbers at |x| (subnormal spacing below the smallest normal).
+double ulp_of(Dtype d, double x);
+// "(b, t, h, d)"-style coordinate of a flat row-major index.
+std::vector<std::int64_t> coordinate_of(const std::vector<std::int64_t>& shape, std::size_t flat);
+
+}  // namespace larc::harness

@@ -1,0 +1,147 @@
+#include "larc/harness/mechanism.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "mechanism_support.h"
+
+namespace larc::harness {
+
+std::string Shape::str() const {
+  return std::to_string(B) + "," + std::to_string(T) + "," + std::to_string(H) + "," + std::to_string(K) + "," +
+         std::to_string(V);
+}
+
+Shape Shape::parse(const std::string& s) {
+  std::vector<std::int64_t> v;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t end = std::min(s.find(',', pos), s.size());
+    const std::string part = s.substr(pos, end - pos);
+    std::size_t used = 0;
+    long long x = -1;
+    try {
+      x = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || x < 1)
+      throw std::invalid_argument("shape: expected five positive integers B,T,H,K,V, got '" + s + "'");
+    v.push_back(x);
+    pos = end + 1;
+  }
+  if (v.size() != 5) throw std::invalid_argument("shape: expected five positive integers B,T,H,K,V, got '" + s + "'");
+  return {v[0], v[1], v[2], v[3], v[4]};
+}
+
+std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s) {
+  std::vector<std::int64_t> d;
+  for (char c : letters) {
+    switch (c) {
+      case 'B': d.push_back(s.B); break;
+      case 'T': d.push_back(s.T); break;
+      case 'H': d.push_back(s.H); break;
+      case 'K': d.push_back(s.K); break;
+      case 'V': d.push_back(s.V); break;
+      case '1': d.push_back(1); break;
+      default: throw std::invalid_argument(std::string("dims_of: unknown dimension letter '") + c + "'");
+    }
+  }
+  return d;
+}
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::f32: return "float";
+    case Precision::f64: return "double";
+    case Precision::dd: return "dd_real";
+    case Precision::f128: return "float128";
+  }
+  return "?";
+}
+
+const TensorSpec& Mechanism::output(std::string_view out) const {
+  for (const TensorSpec& s : outputs)
+    if (s.name == out) return s;
+  throw std::invalid_argument(name + ": no output named '" + std::string(out) + "'");
+}
+
+int Mechanism::time_axis(std::string_view output_name) const {
+  const std::string& dims = output(output_name).dims;
+  const auto i = dims.find('T');
+  return i == std::string::npos ? -1 : static_cast<int>(i);
+}
+
+KnobValues Mechanism::resolve_knobs(const KnobValues& given) const {
+  KnobValues r;
+  for (const Knob& k : knobs) r[k.name] = k.default_value;
+  for (const auto& [n, v] : given) {
+    const Knob* knob = nullptr;
+    for (const Knob& k : knobs)
+      if (k.name == n) knob = &k;
+    if (!knob) {
+      std::string known;
+      for (const Knob& k : knobs) known += (known.empty() ? "" : ", ") + k.name;
+      throw std::invalid_argument("knob '" + n + "': not a knob of " + name + " (knobs: " + known + ")");
+    }
+    if (!(v >= knob->lo && v <= knob->hi))
+      throw std::invalid_argument("knob '" + n + "': expected a value in [" + std::to_string(knob->lo) + ", " +
+                                  std::to_string(knob->hi) + "], got " + std::to_string(v));
+    r[n] = v;
+  }
+  return r;
+}
+
+Shape Mechanism::shape_of(const ValueMap& in) const {
+  // Unify every input's dims with its letters: the first input fixing a letter sets it.
+  std::map<char, std::int64_t> size;
+  for (const TensorSpec& spec : inputs) {
+    const auto it = in.find(spec.name);
+    if (it == in.end()) throw std::invalid_argument(name + ": input '" + spec.name + "' is missing");
+    const ref::Tensor<double>& t = it->second;
+    bool ok = t.shape.size() == spec.dims.size();
+    for (std::size_t i = 0; ok && i < spec.dims.size(); ++i) {
+      const char c = spec.dims[i];
+      if (c == '1') ok = t.shape[i] == 1;
+      else if (size.count(c)) ok = size[c] == t.shape[i];
+      else if (t.shape[i] >= 1) size[c] = t.shape[i];
+      else ok = false;
+    }
+    if (!ok) {
+      std::string want = "[";
+      for (std::size_t i = 0; i < spec.dims.size(); ++i) {
+        const char c = spec.dims[i];
+        want += (i ? ", " : "") + (size.count(c) ? std::to_string(size[c]) : std::string(1, c));
+      }
+      throw std::invalid_argument(name + ": input '" + spec.name + "': expected shape " + want + "] (" +
+                                  spec.dims + "), got " + ref::shape_string(t.shape));
+    }
+    for (std::size_t i = 0; i < t.data.size(); ++i)
+      if (!std::isfinite(t.data[i]))
+        throw std::invalid_argument(name + ": input '" + spec.name + "' holds a non-finite value at flat index " +
+                                    std::to_string(i));
+  }
+  auto get = [&](char c) { return size.count(c) ? size[c] : 1; };
+  return {get('B'), get('T'), get('H'), get('K'), get('V')};
+}
+
+const std::vector<Mechanism>& mechanisms() {
+  static const std::vector<Mechanism> all = [] {
+    std::vector<Mechanism> out;
+    detail::register_delta_rule_mechanisms(out);
+    detail::register_linear_attention_mechanisms(out);
+    return out;
+  }();
+  return all;
+}
+
+const Mechanism& find_mechanism(std::string_view name) {
+  std::string known;
+  for (const Mechanism& m : mechanisms()) {
+    if (m.name == name) return m;
+    known += (known.empty() ? "" : ", ") + m.name;
+  }
+  throw std::invalid_argument("mechanism: unknown '" + std::string(name) + "' (known: " + known + ")");
+}
+
+}  // namespace larc::harness

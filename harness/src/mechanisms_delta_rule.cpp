@@ -1,0 +1,148 @@
+// GDN, DeltaNet and KLA (reference/delta_rule.h) as gate mechanisms, with FLA's
+// chunk_gated_delta_rule conventions: q, k [B,T,H,K], v [B,T,H,V], g log-decays [B,T,H], beta
+// [B,T,H] (KLA: eta [B,T,H], β = η/(‖k‖² + ε)), scale K^{-1/2}, zero initial state, outputs o
+// [B,T,H,V] and the final state [B,H,K,V] in float32.
+#include <cmath>
+
+#include "larc/reference/delta_rule.h"
+#include "mechanism_support.h"
+
+namespace larc::harness::detail {
+
+namespace {
+namespace dr = ref::delta_rule;
+
+constexpr double kKlaEps = 1e-6;
+
+const std::vector<TensorSpec> kOutputs = {
+    {"o", "BTHV", "outputs o_t = scale · S_t^T q_t", false},
+    {"final_state", "BHKV", "state after the last token", true},
+};
+
+Knob collinearity_knob() {
+  return {"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"};
+}
+Knob decay_knob() { return {"decay_max", 1e-3, 20, 1, true, "log-decays g ~ U(−decay_max, 0)"}; }
+
+template <class S>
+ValueMap outputs_of(const dr::BatchedResult<S>& r) {
+  return {{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
+}
+
+ref::Tensor<double> gates_in(CaseRng& rng, const Shape& s, double lo, double hi) {
+  return uniform_tensor(rng, {s.B, s.T, s.H}, std::min(lo, hi), std::max(lo, hi));
+}
+
+Mechanism gdn() {
+  Mechanism m;
+  m.name = "gdn";
+  m.description = "Gated DeltaNet (FLA chunk_gated_delta_rule): S ← e^g S; S ← S + β k (v − S^T k)^T; o = S^T (scale q)";
+  m.inputs = {{"q", "BTHK", "queries"},
+              {"k", "BTHK", "keys (unit norm)"},
+              {"v", "BTHV", "values"},
+              {"g", "BTH", "log-decays g ≤ 0"},
+              {"beta", "BTH", "delta-rule steps β"}};
+  m.outputs = kOutputs;
+  m.knobs = {collinearity_knob(), decay_knob(),
+             {"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"},
+             {"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"}};
+  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "zero"}, {"fla_function", "chunk_gated_delta_rule"}};
+  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
+  m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    CaseRng rng(seed);
+    ValueMap in;
+    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
+    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), 1.0);
+    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    in["g"] = gates_in(rng, s, -kn.at("decay_max"), 0.0);
+    in["beta"] = gates_in(rng, s, kn.at("beta_lo"), kn.at("beta_hi"));
+    return in;
+  };
+  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() {
+      return outputs_of(dr::gdn_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                           cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
+                                           cast_tensor<S>(in.at("beta")), {}, {}, form, chunk));
+    });
+  };
+  return m;
+}
+
+Mechanism deltanet() {
+  Mechanism m;
+  m.name = "deltanet";
+  m.description = "DeltaNet: S ← S + β k (v − S^T k)^T; o = S^T (scale q)";
+  m.inputs = {{"q", "BTHK", "queries"},
+              {"k", "BTHK", "keys (unit norm)"},
+              {"v", "BTHV", "values"},
+              {"beta", "BTH", "delta-rule steps β"}};
+  m.outputs = kOutputs;
+  m.knobs = {collinearity_knob(),
+             {"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"},
+             {"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"}};
+  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "zero"}, {"fla_function", "chunk_delta_rule"}};
+  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
+  m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    CaseRng rng(seed);
+    ValueMap in;
+    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
+    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), 1.0);
+    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    in["beta"] = gates_in(rng, s, kn.at("beta_lo"), kn.at("beta_hi"));
+    return in;
+  };
+  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() {
+      return outputs_of(dr::deltanet_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")), {}, {},
+                                                form, chunk));
+    });
+  };
+  return m;
+}
+
+Mechanism kla() {
+  Mechanism m;
+  m.name = "kla";
+  m.description = "Kaczmarz linear attention: GDN with β = η / (‖k‖² + ε), unnormalised keys (SPEC §3)";
+  m.inputs = {{"q", "BTHK", "queries"},
+              {"k", "BTHK", "keys (any norm)"},
+              {"v", "BTHV", "values"},
+              {"g", "BTH", "log-decays g ≤ 0"},
+              {"eta", "BTH", "relaxation gates η ∈ (0, 1]"}};
+  m.outputs = kOutputs;
+  m.knobs = {collinearity_knob(), decay_knob(),
+             {"key_norm", 1e-2, 1e2, 1, true, "‖k_t‖"},
+             {"eta_lo", 1e-3, 1, 0.05, false, "η ~ U(eta_lo, eta_hi)"},
+             {"eta_hi", 1e-3, 1, 1, false, "η ~ U(eta_lo, eta_hi)"}};
+  m.parameters = {{"scale", "K^-1/2"}, {"eps", kKlaEps}, {"initial_state", "zero"}};
+  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
+  m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    CaseRng rng(seed);
+    ValueMap in;
+    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
+    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
+    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    in["g"] = gates_in(rng, s, -kn.at("decay_max"), 0.0);
+    in["eta"] = gates_in(rng, s, kn.at("eta_lo"), kn.at("eta_hi"));
+    return in;
+  };
+  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() {
+      return outputs_of(dr::kla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                           cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
+                                           cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps), {}, {},
+                                           form, chunk));
+    });
+  };
+  return m;
+}
+}  // namespace
+
+void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
+  out.push_back(gdn());
+  out.push_back(deltanet());
+  out.push_back(kla());
+}
+
+}  // namespace larc::harness::detail

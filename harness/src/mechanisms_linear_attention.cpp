@@ -1,0 +1,64 @@
+// Linear attention (reference/linear_attention.h) as gate mechanisms: "la" (identity features,
+// o = scale · S^T q, scale K^{-1/2}) and "la-ratio" (φ = ELU + 1, o = S^T φ(q) / (z^T φ(q) + ε)).
+// q, k [B,T,H,K], v [B,T,H,V]; zero initial memory; outputs o, the final state [B,H,K,V] and, for
+// the ratio form, the final normaliser z [B,H,K], both in float32.
+#include <cmath>
+
+#include "larc/reference/linear_attention.h"
+#include "mechanism_support.h"
+
+namespace larc::harness::detail {
+
+namespace {
+namespace la = ref::linear_attention;
+
+constexpr double kRatioEps = 1e-6;
+
+Mechanism linear_attention(bool ratio) {
+  Mechanism m;
+  m.name = ratio ? "la-ratio" : "la";
+  m.description = ratio ? "linear attention, ratio read: S^T φ(q) / (z^T φ(q) + ε), φ = ELU + 1"
+                        : "linear attention, plain read: scale · S^T q, identity features";
+  m.inputs = {{"q", "BTHK", "queries"}, {"k", "BTHK", "keys"}, {"v", "BTHV", "values"}};
+  m.outputs = {{"o", "BTHV", "outputs", false}, {"final_state", "BHKV", "memory S after the last token", true}};
+  if (ratio) m.outputs.push_back({"final_normalizer", "BHK", "normaliser z after the last token", true});
+  m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
+             {"key_norm", 0.1, 10, 1, true, "‖k_t‖"}};
+  m.parameters = ratio ? nlohmann::json{{"feature_map", "elu+1"}, {"eps", kRatioEps}}
+                       : nlohmann::json{{"feature_map", "identity"}, {"scale", "K^-1/2"}};
+  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
+  m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    CaseRng rng(seed);
+    ValueMap in;
+    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
+    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
+    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    return in;
+  };
+  m.compute = [ratio](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() {
+      la::Options<S> opt;
+      opt.ratio = ratio;
+      if (ratio) {
+        opt.feature = la::FeatureMap::elu_plus_one;
+        opt.eps = ref::from_double<S>(kRatioEps);
+      } else {
+        opt.scale = S(1) / ref::sqrt_of(ref::from_double<S>(static_cast<double>(in.at("q").dim(3))));
+      }
+      const la::BatchedResult<S> r = la::la_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                       cast_tensor<S>(in.at("v")), opt, {}, {}, form, chunk);
+      ValueMap out{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
+      if (ratio) out["final_normalizer"] = to_double_tensor(r.final_normalizer);
+      return out;
+    });
+  };
+  return m;
+}
+}  // namespace
+
+void register_linear_attention_mechanisms(std::vector<Mechanism>& out) {
+  out.push_back(linear_attention(false));
+  out.push_back(linear_attention(true));
+}
+
+}  // namespace larc::harness::detail

@@ -1,0 +1,33 @@
+#include "reference_subjects.h"
+
+#include <stdexcept>
+
+namespace larc::harness::detail {
+
+void run_reference_in_float(const Mechanism& m, ref::Form form, const TensorMap& inputs, TensorMap& outputs) {
+  const ValueMap values = m.compute(decode_all(inputs), Precision::f32, form, kReferenceChunk);
+  for (auto& [name, out] : outputs) {
+    const ref::Tensor<double>& v = values.at(name);
+    if (v.shape != out.shape())
+      throw std::logic_error(m.name + ": output '" + name + "' has shape " + ref::shape_string(v.shape) + ", expected " +
+                             ref::shape_string(out.shape()));
+    for (std::size_t i = 0; i < out.size(); ++i) out.set(i, v.data[i]);
+  }
+}
+
+void register_reference_subjects(std::vector<Subject>& out) {
+  for (const Mechanism& m : mechanisms()) {
+    for (ref::Form form : m.forms) {
+      if (form == ref::Form::materialized) continue;  // O(T²): a definition, not a kernel
+      Subject s;
+      s.name = "ref-" + std::string(ref::form_name(form)) + "-f32";
+      s.mechanism = m.name;
+      s.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
+      s.description = "reference " + std::string(ref::form_name(form)) + " form in float (CPU)";
+      s.launch = [&m, form](const TensorMap& in, TensorMap& o) { run_reference_in_float(m, form, in, o); };
+      out.push_back(std::move(s));
+    }
+  }
+}
+
+}  // namespace larc::harness::detail

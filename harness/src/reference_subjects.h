@@ -1,0 +1,21 @@
+// The reference's own low-precision forms as CPU subjects, so the whole gate runs without a GPU:
+// every form of every mechanism computed in float from inputs in the case's dtype, outputs rounded
+// to the output's dtype ("ref-<form>-f32").
+#pragma once
+
+#include <vector>
+
+#include "larc/harness/subject.h"
+
+namespace larc::harness::detail {
+
+// Chunk size of the chunked subjects: FLA's.
+inline constexpr std::int64_t kReferenceChunk = 64;
+
+void register_reference_subjects(std::vector<Subject>& out);
+
+// Runs `mechanism`'s reference in float in `form` on typed inputs and writes the outputs rounded to
+// their dtypes: the launcher of the reference subjects (and of the same-precision baseline).
+void run_reference_in_float(const Mechanism& mechanism, ref::Form form, const TensorMap& inputs, TensorMap& outputs);
+
+}  // namespace larc::harness::detail

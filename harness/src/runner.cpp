@@ -1,0 +1,189 @@
+#include "larc/harness/runner.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "reference_subjects.h"
+
+namespace larc::harness {
+
+namespace {
+std::string knob_value(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+Dtype output_dtype(const TensorSpec& spec, Dtype case_dtype) { return spec.fp32_output ? Dtype::fp32 : case_dtype; }
+
+TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype) {
+  TensorMap out;
+  for (const TensorSpec& o : m.outputs) out.emplace(o.name, TypedTensor::poisoned(output_dtype(o, dtype), dims_of(o.dims, s)));
+  return out;
+}
+
+// Per output, per slice: ‖oracle − other‖₂ where `other` is the reference at a second precision.
+std::map<std::string, std::vector<double>> estimate_against(const Mechanism& m, const ValueMap& inputs,
+                                                            const ValueMap& oracle, Precision other) {
+  const ValueMap second = m.compute(inputs, other, ref::Form::serial, 0);
+  std::map<std::string, std::vector<double>> est;
+  for (const auto& [name, o] : oracle) {
+    ref::Tensor<double> diff = o;
+    const ref::Tensor<double>& s = second.at(name);
+    for (std::size_t i = 0; i < diff.data.size(); ++i) diff.data[i] = std::fabs(o.data[i] - s.data[i]);
+    est[name] = slice_norms(diff, m.time_axis(name));
+  }
+  return est;
+}
+
+const char* kDoubleMethod = "|dd - double| (the double run's error bounds dd's from above)";
+const char* kF128Method = "|dd - float128| (escalated: |dd - double| was not 1000x below the tolerance)";
+
+// Judges `values` (the subject's outputs) and fills r.outputs, r.errors and r.pass; escalates the
+// oracle's estimate to float128 once when it does not certify at double.
+void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<std::string, std::vector<bool>>& unwritten,
+                  const ToleranceConfig& cfg, CaseResult& r) {
+  const Mechanism& m = find_mechanism(p.spec.mechanism);
+  TensorMap base = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
+  detail::run_reference_in_float(m, ref::Form::serial, p.inputs, base);
+  const ValueMap baseline = decode_all(base);
+
+  auto judge_all = [&](const std::map<std::string, std::vector<double>>& estimate) {
+    std::vector<Judgement> js;
+    for (const TensorSpec& spec : m.outputs) {
+      const auto v = values.find(spec.name);
+      if (v == values.end()) continue;
+      OutputUnderTest out;
+      out.name = spec.name;
+      out.dtype = output_dtype(spec, p.spec.dtype);
+      out.time_axis = m.time_axis(spec.name);
+      out.subject = &v->second;
+      const auto u = unwritten.find(spec.name);
+      out.unwritten = u == unwritten.end() ? nullptr : &u->second;
+      out.oracle = &p.oracle.at(spec.name);
+      out.baseline = &baseline.at(spec.name);
+      const auto e = estimate.find(spec.name);
+      if (e != estimate.end()) out.oracle_error = e->second;
+      js.push_back(judge(out, cfg));
+    }
+    return js;
+  };
+  r.oracle_method = p.oracle_method;
+  r.outputs = judge_all(p.oracle_error);
+  bool certified = true;
+  for (const Judgement& j : r.outputs) certified = certified && j.oracle_certified;
+  if (!certified) {
+    r.outputs = judge_all(estimate_against(m, decode_all(p.inputs), p.oracle, Precision::f128));
+    r.oracle_method = kF128Method;
+  }
+  for (const Judgement& j : r.outputs)
+    for (const std::string& v : j.violations) r.errors.push_back(v);
+  bool all_pass = true;
+  for (const Judgement& j : r.outputs) all_pass = all_pass && j.pass;
+  r.pass = all_pass && r.errors.empty();
+}
+}  // namespace
+
+std::string CaseSpec::reproduce() const {
+  std::string cmd = "larc gate --subject " + subject + " --mechanism " + mechanism + " --dtype " +
+                    std::string(ref::dtype_name(dtype));
+  if (origin != "grid" && origin != "random") return cmd + " --fixtures " + origin + " --no-grid";
+  cmd += " --shape " + shape.str() + " --seed " + std::to_string(seed);
+  const KnobValues defaults = find_mechanism(mechanism).resolve_knobs({});
+  for (const auto& [name, value] : knobs)
+    if (defaults.at(name) != value) cmd += " --knob " + name + "=" + knob_value(value);
+  return cmd;
+}
+
+const Judgement* CaseResult::main_output() const {
+  for (const Judgement& j : outputs)
+    if (j.output == "o") return &j;
+  return nullptr;
+}
+
+void compute_oracle(PreparedCase& p) {
+  const Mechanism& m = find_mechanism(p.spec.mechanism);
+  const ValueMap inputs = decode_all(p.inputs);
+  p.oracle = m.compute(inputs, Precision::dd, ref::Form::serial, 0);
+  p.oracle_error = estimate_against(m, inputs, p.oracle, Precision::f64);
+  p.oracle_method = kDoubleMethod;
+}
+
+PreparedCase prepare_case(const CaseSpec& spec) {
+  const Mechanism& m = find_mechanism(spec.mechanism);
+  PreparedCase p;
+  p.spec = spec;
+  p.spec.knobs = m.resolve_knobs(spec.knobs);
+  const ValueMap values = m.generate(spec.shape, spec.seed, p.spec.knobs);
+  for (const TensorSpec& in : m.inputs) p.inputs.emplace(in.name, TypedTensor::encode(spec.dtype, values.at(in.name)));
+  compute_oracle(p);
+  return p;
+}
+
+CaseResult run_subject(const PreparedCase& p, const Subject& subject, const ToleranceConfig& cfg) {
+  const auto start = std::chrono::steady_clock::now();
+  CaseResult r;
+  r.spec = p.spec;
+  r.spec.subject = subject.name;
+  if (subject.mechanism != p.spec.mechanism)
+    throw std::invalid_argument("run_subject: " + subject.name + " implements " + subject.mechanism + ", the case is " +
+                                p.spec.mechanism);
+  const Mechanism& m = find_mechanism(p.spec.mechanism);
+  TensorMap first = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
+  TensorMap second = first;
+  try {
+    subject.launch(p.inputs, first);
+    subject.launch(p.inputs, second);
+  } catch (const std::exception& e) {
+    r.errors.push_back(subject.name + " threw: " + e.what());
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  }
+  std::map<std::string, std::vector<bool>> unwritten;
+  for (auto& [name, t] : first) {
+    const TypedTensor& again = second.at(name);
+    if (t.shape() != again.shape() || std::memcmp(t.data(), again.data(), t.size_bytes()) != 0) {
+      r.deterministic = false;
+      r.errors.push_back(name + ": two runs on the same inputs differ (nondeterministic)");
+    }
+    if (!t.guard_intact() || !again.guard_intact()) r.errors.push_back(name + ": written past its last element");
+    std::vector<bool>& mask = unwritten[name];
+    mask.resize(t.size());
+    for (std::size_t i = 0; i < t.size(); ++i) mask[i] = t.is_poison(i);
+  }
+  judge_values(p, decode_all(first), unwritten, cfg, r);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+CaseResult judge_candidate(const PreparedCase& p, const TensorMap& candidate, const ToleranceConfig& cfg) {
+  const auto start = std::chrono::steady_clock::now();
+  CaseResult r;
+  r.spec = p.spec;
+  const Mechanism& m = find_mechanism(p.spec.mechanism);
+  if (!candidate.count("o")) throw std::invalid_argument("candidate: tensor 'o' is missing");
+  ValueMap values;
+  for (const auto& [name, t] : candidate) {
+    bool known = false;
+    for (const TensorSpec& o : m.outputs) known = known || o.name == name;
+    if (!known) continue;  // extra tensors (e.g. the inputs echoed back) are not judged
+    const auto want = dims_of(m.output(name).dims, p.spec.shape);
+    if (t.shape() != want)
+      throw std::invalid_argument("candidate: tensor '" + name + "': expected shape " + ref::shape_string(want) + ", got " +
+                                  ref::shape_string(t.shape()));
+    values.emplace(name, t.decode());
+  }
+  judge_values(p, values, {}, cfg, r);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+CaseResult run_case(const CaseSpec& spec, const ToleranceConfig& cfg) {
+  const PreparedCase p = prepare_case(spec);
+  return run_subject(p, find_subject(spec.subject, spec.mechanism), cfg);
+}
+
+}  // namespace larc::harness

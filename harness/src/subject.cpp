@@ -1,0 +1,55 @@
+#include "larc/harness/subject.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "reference_subjects.h"
+
+namespace larc::harness {
+
+bool ShapeLimits::accepts(const Shape& s) const {
+  auto within = [](std::int64_t x, std::int64_t max) { return max == 0 || x <= max; };
+  auto dim_ok = [&](std::int64_t d) {
+    return head_dims.empty() || std::find(head_dims.begin(), head_dims.end(), d) != head_dims.end();
+  };
+  return within(s.B, max_B) && within(s.T, max_T) && within(s.H, max_H) && within(s.K, max_K) &&
+         within(s.V, max_V) && dim_ok(s.K) && dim_ok(s.V);
+}
+
+bool Subject::supports(Dtype d) const { return std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end(); }
+
+namespace {
+std::vector<Subject>& registry() {
+  static std::vector<Subject> all = [] {
+    std::vector<Subject> out;
+    detail::register_reference_subjects(out);
+    return out;
+  }();
+  return all;
+}
+}  // namespace
+
+void register_subject(Subject s) {
+  if (s.name.empty()) throw std::invalid_argument("register_subject: name must not be empty");
+  find_mechanism(s.mechanism);  // throws naming the known mechanisms
+  if (s.dtypes.empty()) throw std::invalid_argument("register_subject: " + s.name + ": dtypes must not be empty");
+  if (!s.launch) throw std::invalid_argument("register_subject: " + s.name + ": launch must be set");
+  for (const Subject& x : registry())
+    if (x.name == s.name && x.mechanism == s.mechanism)
+      throw std::invalid_argument("register_subject: '" + s.name + "' is already registered for " + s.mechanism);
+  registry().push_back(std::move(s));
+}
+
+const std::vector<Subject>& subjects() { return registry(); }
+
+const Subject& find_subject(std::string_view name, std::string_view mechanism) {
+  std::string known;
+  for (const Subject& s : subjects()) {
+    if (s.name == name && s.mechanism == mechanism) return s;
+    if (s.mechanism == mechanism) known += (known.empty() ? "" : ", ") + s.name;
+  }
+  throw std::invalid_argument("subject: no '" + std::string(name) + "' for mechanism '" + std::string(mechanism) +
+                              "' (its subjects: " + known + ")");
+}
+
+}  // namespace larc::harness

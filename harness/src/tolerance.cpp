@@ -1,0 +1,209 @@
+#include "larc/harness/tolerance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace larc::harness {
+
+namespace {
+constexpr std::size_t kMessagesPerKind = 3;
+
+struct SliceLayout {
+  std::int64_t count = 1;  // number of slices
+  std::int64_t inner = 1;  // elements after the time axis
+  std::int64_t slice_of(std::size_t flat) const { return count == 1 ? 0 : static_cast<std::int64_t>(flat / inner) % count; }
+};
+
+SliceLayout layout_of(const std::vector<std::int64_t>& shape, int time_axis) {
+  SliceLayout l;
+  if (time_axis < 0) return l;
+  if (time_axis >= static_cast<int>(shape.size())) throw std::invalid_argument("time axis beyond the tensor's rank");
+  l.count = shape[time_axis];
+  for (std::size_t i = time_axis + 1; i < shape.size(); ++i) l.inner *= shape[i];
+  return l;
+}
+
+std::string coordinate_string(const std::vector<std::int64_t>& c) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::to_string(c[i]);
+  return s + ")";
+}
+
+std::string num(double x) {
+  std::ostringstream o;
+  o.precision(3);
+  o << x;
+  return o.str();
+}
+
+int digits_of(Dtype d) {
+  switch (d) {
+    case Dtype::bf16: return 8;
+    case Dtype::fp16: return 11;
+    case Dtype::fp32: return 24;
+    case Dtype::fp64: return 53;
+  }
+  return 53;
+}
+int min_exponent_of(Dtype d) {  // frexp convention: smallest normal is 2^(min_exponent − 1)
+  switch (d) {
+    case Dtype::bf16:
+    case Dtype::fp32: return -125;
+    case Dtype::fp16: return -13;
+    case Dtype::fp64: return -1021;
+  }
+  return -1021;
+}
+}  // namespace
+
+double ulp_of(Dtype d, double x) {
+  int e = 0;
+  std::frexp(std::fabs(x), &e);
+  return std::ldexp(1.0, std::max(e, min_exponent_of(d)) - digits_of(d));
+}
+
+std::vector<std::int64_t> coordinate_of(const std::vector<std::int64_t>& shape, std::size_t flat) {
+  std::vector<std::int64_t> c(shape.size());
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    c[i] = static_cast<std::int64_t>(flat % static_cast<std::size_t>(shape[i]));
+    flat /= static_cast<std::size_t>(shape[i]);
+  }
+  return c;
+}
+
+std::vector<double> slice_norms(const ref::Tensor<double>& x, int time_axis) {
+  const SliceLayout l = layout_of(x.shape, time_axis);
+  std::vector<double> sq(static_cast<std::size_t>(l.count), 0.0);
+  for (std::size_t i = 0; i < x.data.size(); ++i) sq[l.slice_of(i)] += x.data[i] * x.data[i];
+  for (double& s : sq) s = std::sqrt(s);
+  return sq;
+}
+
+Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
+  if (!out.subject || !out.oracle || !out.baseline) throw std::invalid_argument("judge: subject, oracle and baseline are required");
+  const auto& Y = *out.subject;
+  const auto& O = *out.oracle;
+  const auto& Z = *out.baseline;
+  for (const auto* t : {&Y, &Z})
+    if (t->shape != O.shape)
+      throw std::invalid_argument(out.name + ": expected shape " + ref::shape_string(O.shape) + " (the oracle's), got " +
+                                  ref::shape_string(t->shape));
+  if (out.unwritten && out.unwritten->size() != O.data.size())
+    throw std::invalid_argument(out.name + ": unwritten mask has the wrong size");
+
+  Judgement j;
+  j.output = out.name;
+  j.dtype = out.dtype;
+  const SliceLayout l = layout_of(O.shape, out.time_axis);
+  const auto n_slices = static_cast<std::size_t>(l.count);
+  if (!out.oracle_error.empty() && out.oracle_error.size() != n_slices)
+    throw std::invalid_argument(out.name + ": oracle error estimate has " + std::to_string(out.oracle_error.size()) +
+                                " slices, expected " + std::to_string(n_slices));
+  auto note = [&](std::int64_t count, const std::string& msg) {
+    if (count <= static_cast<std::int64_t>(kMessagesPerKind)) j.violations.push_back(out.name + ": " + msg);
+  };
+
+  // Element pass: written, finite, squared errors per slice, figures over the whole tensor.
+  std::vector<double> ey(n_slices, 0), ez(n_slices, 0), eo(n_slices, 0);
+  double sum_y2 = 0, sum_z2 = 0, sum_o2 = 0, dot_yo = 0, norm_y2 = 0;
+  for (std::size_t i = 0; i < O.data.size(); ++i) {
+    const double o = O.data[i], y = Y.data[i], z = Z.data[i];
+    const std::size_t s = static_cast<std::size_t>(l.slice_of(i));
+    if (out.unwritten && (*out.unwritten)[i]) {
+      note(++j.unwritten, "element " + coordinate_string(coordinate_of(O.shape, i)) + " was never written");
+      continue;
+    }
+    if (!std::isfinite(o)) {  // outside the domain the oracle can judge: only the identical value passes
+      if (!(y == o)) note(++j.non_finite, "the oracle is " + num(o) + " at " + coordinate_string(coordinate_of(O.shape, i)) + ", the subject " + num(y));
+      continue;
+    }
+    if (!std::isfinite(y)) {
+      note(++j.non_finite, num(y) + " at " + coordinate_string(coordinate_of(O.shape, i)) + " where the oracle is " + num(o));
+      continue;
+    }
+    if (!std::isfinite(z)) {
+      note(++j.baseline_non_finite, "the same-precision baseline is " + num(z) + " at " +
+                                        coordinate_string(coordinate_of(O.shape, i)) +
+                                        ": the case lies outside " + std::string(ref::dtype_name(out.dtype)) + "'s range");
+      continue;
+    }
+    const double dy = y - o, dz = z - o;
+    ey[s] += dy * dy;
+    ez[s] += dz * dz;
+    eo[s] += o * o;
+    sum_y2 += dy * dy;
+    sum_z2 += dz * dz;
+    sum_o2 += o * o;
+    dot_yo += y * o;
+    norm_y2 += y * y;
+    if (std::fabs(dy) > j.max_abs_err || j.worst_coordinate.empty()) {
+      j.max_abs_err = std::fabs(dy);
+      j.worst_coordinate = coordinate_of(O.shape, i);
+    }
+    j.baseline_max_abs_err = std::max(j.baseline_max_abs_err, std::fabs(dz));
+    j.max_ulps = std::max(j.max_ulps, std::fabs(dy) / ulp_of(out.dtype, o));
+  }
+  for (std::size_t s = 0; s < n_slices; ++s) ey[s] = std::sqrt(ey[s]), ez[s] = std::sqrt(ez[s]), eo[s] = std::sqrt(eo[s]);
+
+  const double u = ref::dtype_unit_roundoff(out.dtype);
+  const auto W = static_cast<std::size_t>(std::max<std::int64_t>(1, cfg.window));
+  j.oracle_margin = std::numeric_limits<double>::infinity();
+  double worst_timestep_ratio = 0;
+  for (std::size_t t = 0; t < n_slices; ++t) {
+    const std::size_t w0 = t + 1 >= W ? t + 1 - W : 0;
+    double wy = 0, wz = 0, wf = 0;
+    for (std::size_t s = w0; s <= t; ++s) wy += ey[s] * ey[s], wz += ez[s] * ez[s], wf += (u * eo[s]) * (u * eo[s]);
+    const double window_baseline_rms = std::sqrt(wz / static_cast<double>(t - w0 + 1));
+    // (3) per timestep
+    const double tol_t = cfg.k * std::max(ez[t], window_baseline_rms) + u * eo[t];
+    const double ratio_t = ey[t] == 0 ? 0 : ey[t] / tol_t;
+    if (ratio_t > worst_timestep_ratio || j.worst_timestep < 0) {
+      worst_timestep_ratio = ratio_t;
+      j.worst_timestep = static_cast<std::int64_t>(t);
+    }
+    j.worst_ratio = std::max(j.worst_ratio, ratio_t);
+    if (ey[t] > tol_t)
+      note(++j.timestep_violations, (out.time_axis < 0 ? std::string("whole tensor") : "timestep " + std::to_string(t)) +
+                                        ": error " + num(ey[t]) + " > tolerance " + num(tol_t) + " (" + num(cfg.k) +
+                                        " × baseline " + num(std::max(ez[t], window_baseline_rms)) + " + floor " +
+                                        num(u * eo[t]) + "), relative " + num(eo[t] > 0 ? ey[t] / eo[t] : ey[t]));
+    // (4) trailing window ending at t (only full windows, and the whole tensor when shorter)
+    if (t + 1 >= W || t + 1 == n_slices) {
+      const double tol_w = cfg.k * std::sqrt(wz) + std::sqrt(wf);
+      const double ratio_w = wy == 0 ? 0 : std::sqrt(wy) / tol_w;
+      j.worst_ratio = std::max(j.worst_ratio, ratio_w);
+      if (std::sqrt(wy) > tol_w)
+        note(++j.window_violations, "window of timesteps " + std::to_string(w0) + ".." + std::to_string(t) +
+                                        ": RMS error " + num(std::sqrt(wy / double(t - w0 + 1))) + " > tolerance " +
+                                        num(tol_w / std::sqrt(double(t - w0 + 1))) + " (RMS)");
+    }
+    if (eo[t] > 0) {
+      j.max_rel_err = std::max(j.max_rel_err, ey[t] / eo[t]);
+      j.baseline_rel_err = std::max(j.baseline_rel_err, ez[t] / eo[t]);
+    }
+    if (!out.oracle_error.empty() && out.oracle_error[t] > 0)
+      j.oracle_margin = std::min(j.oracle_margin, tol_t / out.oracle_error[t]);
+  }
+  j.oracle_certified = !out.oracle_error.empty() && j.oracle_margin >= cfg.oracle_margin;
+  if (out.oracle_error.empty())
+    j.violations.push_back(out.name + ": no error estimate for the oracle, so it cannot certify itself");
+  else if (!j.oracle_certified)
+    j.violations.push_back(out.name + ": the oracle's error estimate is only " + num(j.oracle_margin) +
+                           "× below the tolerance (needs " + num(cfg.oracle_margin) + "×)");
+
+  if (sum_o2 > 0) {
+    j.rel_rms = std::sqrt(sum_y2 / sum_o2);
+    j.baseline_rel_rms = std::sqrt(sum_z2 / sum_o2);
+  }
+  j.cosine = norm_y2 > 0 && sum_o2 > 0 ? dot_yo / std::sqrt(norm_y2 * sum_o2) : (norm_y2 == sum_o2 ? 1.0 : 0.0);
+  const double whole_tol = cfg.k * std::sqrt(sum_z2) + u * std::sqrt(sum_o2);
+  j.whole_tensor_ratio = sum_y2 == 0 ? 0 : std::sqrt(sum_y2) / whole_tol;
+  j.pass = j.unwritten == 0 && j.non_finite == 0 && j.baseline_non_finite == 0 && j.timestep_violations == 0 &&
+           j.window_violations == 0 && j.oracle_certified;
+  return j;
+}
+
+}  // namespace larc::harness
