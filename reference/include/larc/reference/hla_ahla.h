@@ -1,0 +1,168 @@
+// AHLA, asymmetric higher-order linear attention (SPEC §5): target o = ((A A) ⊙ L) V.
+//
+// Streaming (as printed): P_t = γP + k vᵀ, m^K_t = γm^K + k, E_t = γE + k (qᵀ P_t), n_t = γn + k (qᵀ m^K_t);
+// o_t = qᵀE (normalised: over qᵀn + ε). Unrolled, E_t = Σ_{j≤i≤t} γ^{t−j} k_i q_iᵀ k_j v_jᵀ, so
+//     o = ((A_γ A_γ) ⊙ L) V,   A_γ = Γ ⊙ (Q Kᵀ)
+// (weights γ^{t−i}·γ^{i−j}: the decayed A used twice) — the printed decay is consistent with it.
+//
+// Scan state (R, [P | m^K], [E | n], ρ), R = Σ k qᵀ. The printed ⊕_γ decays R (ρ_B R_A + R_B) and
+// uses the decayed R_B in the cross term R_B(ρ_B P_A); but a cross pair (j in A, i in B) carries
+// γ^{t−j}, independent of i, so the cross term needs the *undecayed* Σ_{i∈B} k_i q_iᵀ. Derived
+// operator: (R_A + R_B, ρ_B P_A + P_B, ρ_B E_A + E_B + R_B(ρ_B P_A), ρ_Aρ_B) with R undecayed; the
+// printed one agrees whenever B is a single token (so a left fold cannot tell them apart).
+#pragma once
+
+#include <stdexcept>
+#include <vector>
+
+#include "larc/reference/hla_common.h"
+#include "larc/reference/scan.h"
+
+namespace larc::ref::hla {
+
+// Streaming decode; p_ = [P | m^K], e_ = [E | n].
+template <class S>
+class AhlaState {
+ public:
+  AhlaState(Options<S> opt, Eigen::Index d, Eigen::Index dv)
+      : opt_(std::move(opt)), p_(Mat<S>::Zero(d, value_width(opt_, dv))), e_(Mat<S>::Zero(d, value_width(opt_, dv))) {}
+
+  Output<S> step(const Vec<S>& q, const Vec<S>& k, const Vec<S>& v) {
+    const S& gamma = opt_.gamma;
+    p_ = gamma * p_ + k * value_of(opt_, v).transpose();
+    e_ = gamma * e_ + k * (q.transpose() * p_);  // uses P_t, this token included
+    return finish(opt_, Vec<S>((q.transpose() * e_).transpose()), t_++);
+  }
+
+  const Mat<S>& P_and_mK() const { return p_; }
+  const Mat<S>& E_and_n() const { return e_; }
+
+ private:
+  Options<S> opt_;
+  Mat<S> p_, e_;
+  Eigen::Index t_ = 0;
+};
+
+template <class S>
+Result<S> ahla_serial(const Problem<S>& p) {
+  validate(p, "hla::ahla_serial");
+  return stream(p, AhlaState<S>(p.opt, p.dk(), p.dv()));
+}
+
+// ((A_γ A_γ) ⊙ L) W for one block of tokens.
+template <class S>
+Mat<S> ahla_product(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma) {
+  const Mat<S> a_gamma = decay_matrix(q.rows(), gamma).cwiseProduct(q * k.transpose());
+  return Mat<S>((a_gamma * a_gamma).template triangularView<Eigen::Lower>()) * w;
+}
+
+template <class S>
+Result<S> ahla_materialized(const Problem<S>& p) {
+  validate(p, "hla::ahla_materialized");
+  return finish_rows(p, ahla_product(p.q, p.k, values_of(p), p.opt.gamma));
+}
+
+// ---- scan (HLA-C6) ---------------------------------------------------------------------------------
+
+template <class S>
+struct AhlaSummary {
+  Mat<S> r, p, e;  // R = Σ k qᵀ, [P | m^K], [E | n]
+  S rho = S(1);
+};
+
+template <class S>
+AhlaSummary<S> ahla_identity(Eigen::Index d, Eigen::Index dw) {
+  return {Mat<S>::Zero(d, d), Mat<S>::Zero(d, dw), Mat<S>::Zero(d, dw), S(1)};
+}
+
+// A single token: R = k qᵀ, P = k wᵀ, E = k (qᵀ k) wᵀ (the pair i = j = t).
+template <class S>
+AhlaSummary<S> ahla_token(const Vec<S>& q, const Vec<S>& k, const Vec<S>& w, const S& gamma) {
+  const Mat<S> kw = k * w.transpose();
+  return {k * q.transpose(), kw, S(q.dot(k)) * kw, gamma};
+}
+
+// a ⊕ b, a the earlier segment (SPEC §5 and the header comment).
+template <class S>
+AhlaSummary<S> ahla_combine(const AhlaSummary<S>& a, const AhlaSummary<S>& b, ScanOperator op) {
+  if (op == ScanOperator::plain) return {a.r + b.r, a.p + b.p, a.e + b.e + b.r * a.p, S(1)};
+  const S& rho = b.rho;
+  const Mat<S> aged_p = rho * a.p;
+  const Mat<S> r = op == ScanOperator::decayed_as_printed ? Mat<S>(rho * a.r + b.r) : Mat<S>(a.r + b.r);
+  return {r, aged_p + b.p, rho * a.e + b.e + b.r * aged_p, a.rho * b.rho};
+}
+
+template <class S>
+Result<S> ahla_scan(const Problem<S>& p, ScanOperator op) {
+  validate(p, "hla::ahla_scan");
+  if (op == ScanOperator::plain) require_no_decay(p, "hla::ahla_scan (plain operator)");
+  const Mat<S> w = values_of(p);
+  std::vector<AhlaSummary<S>> x;
+  for (Eigen::Index t = 0; t < p.T(); ++t)
+    x.push_back(ahla_token<S>(p.q.row(t).transpose(), p.k.row(t).transpose(), w.row(t).transpose(), p.opt.gamma));
+  const auto combine = [op](const AhlaSummary<S>& a, const AhlaSummary<S>& b) { return ahla_combine(a, b, op); };
+  const auto states = scan::blelloch_inclusive(x, combine, ahla_identity<S>(p.dk(), w.cols()));
+  Mat<S> raw(p.T(), w.cols());
+  for (Eigen::Index t = 0; t < p.T(); ++t) raw.row(t) = p.q.row(t) * states[t].e;
+  return finish_rows(p, raw);
+}
+
+// ---- chunk forms (Fig. 2(C), HLA-C10) ----------------------------------------------------------------
+
+// Closed-form summary of a block (derived operator's state): R = Kᵀ Q (undecayed), P = Kᵀ D W,
+// E = Kᵀ((Q Kᵀ ⊙ L) D) W with D = diag(γ^{n−1−j}).
+template <class S>
+AhlaSummary<S> ahla_block_summary(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma) {
+  const Eigen::Index n = q.rows();
+  Vec<S> age(n);
+  for (Eigen::Index r = 0; r < n; ++r) age(r) = power(gamma, n - 1 - r);
+  const Mat<S> a = Mat<S>(q * k.transpose()).template triangularView<Eigen::Lower>();
+  return {k.transpose() * q, k.transpose() * age.asDiagonal() * w, k.transpose() * a * age.asDiagonal() * w,
+          power(gamma, n)};
+}
+
+// Fig. 2(C) as printed (no decay): o_t = q_tᵀ(E^{(c−1)} + R^{KQ,(c)}_{<t} P^{(c−1)}) + intra, with
+// R_{<t} = Σ k_i q_iᵀ over the chunk's tokens before t and intra = ((A_cc A_cc) ⊙ L) V_c.
+template <class S>
+Result<S> ahla_chunked_as_printed(const Problem<S>& p, Eigen::Index chunk) {
+  validate(p, "hla::ahla_chunked_as_printed");
+  require_no_decay(p, "hla::ahla_chunked_as_printed");
+  if (chunk < 1) throw std::invalid_argument("hla::ahla_chunked_as_printed: chunk size must be >= 1");
+  const Mat<S> w = values_of(p);
+  AhlaSummary<S> prev = ahla_identity<S>(p.dk(), w.cols());
+  Mat<S> raw(p.T(), w.cols());
+  for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
+    const Eigen::Index n = std::min(chunk, p.T() - c0);
+    const Mat<S> qc = p.q.middleRows(c0, n), kc = p.k.middleRows(c0, n), wc = w.middleRows(c0, n);
+    // Row r of q_tᵀ R_{<t} P = Σ_{i<r} (q_r·k_i)(q_iᵀ P): strictly lower Q_c K_cᵀ.
+    const Mat<S> before = Mat<S>(qc * kc.transpose()).template triangularView<Eigen::StrictlyLower>();
+    raw.middleRows(c0, n) = qc * prev.e + before * (qc * prev.p) + ahla_product(qc, kc, wc, S(1));
+    prev = ahla_combine(prev, ahla_block_summary(qc, kc, wc, S(1)), ScanOperator::plain);
+  }
+  return finish_rows(p, raw);
+}
+
+// Derived chunk form, any γ (τ = r + 1 steps since the chunk start):
+//   o_t = γ^τ q_tᵀ(E_p + R_{≤t} P_p) + ((A_γ A_γ) ⊙ L) W_c,   R_{≤t} = Σ_{i in chunk, i≤t} k_i q_iᵀ (undecayed)
+// — the token t itself belongs in R (the pair i = t, j before the chunk).
+template <class S>
+Result<S> ahla_chunked(const Problem<S>& p, Eigen::Index chunk) {
+  validate(p, "hla::ahla_chunked");
+  if (chunk < 1) throw std::invalid_argument("hla::ahla_chunked: chunk size must be >= 1");
+  const S& gamma = p.opt.gamma;
+  const Mat<S> w = values_of(p);
+  AhlaSummary<S> prev = ahla_identity<S>(p.dk(), w.cols());
+  Mat<S> raw(p.T(), w.cols());
+  for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
+    const Eigen::Index n = std::min(chunk, p.T() - c0);
+    const Mat<S> qc = p.q.middleRows(c0, n), kc = p.k.middleRows(c0, n), wc = w.middleRows(c0, n);
+    Vec<S> since(n);
+    for (Eigen::Index r = 0; r < n; ++r) since(r) = power(gamma, r + 1);
+    const Mat<S> upto = Mat<S>(qc * kc.transpose()).template triangularView<Eigen::Lower>();
+    raw.middleRows(c0, n) = since.asDiagonal() * (qc * prev.e + upto * (qc * prev.p)) + ahla_product(qc, kc, wc, gamma);
+    prev = ahla_combine(prev, ahla_block_summary(qc, kc, wc, gamma), ScanOperator::decayed);
+  }
+  return finish_rows(p, raw);
+}
+
+}  // namespace larc::ref::hla

@@ -1,0 +1,230 @@
+// Second-order HLA (SPEC §5): streaming recurrences, the materialised ground truth, the Blelloch
+// scans with the paper's operators and the chunk forms of Fig. 1(C). Notation in hla_common.h.
+//
+// Streaming (as printed): S^K_t = γS^K + k kᵀ, C_t = γC + q vᵀ, m_t = γm + q and the cross
+// summaries from the *previous* C, m:  G_t = γG + k (kᵀ C_{t−1}),  h_t = γh + k (kᵀ m_{t−1});
+// o_t = qᵀ(S^K C − G) (normalised: over qᵀ(S^K m − h) + ε); unmasked: o_t = qᵀ S^K C.
+//
+// Ground truth with decay (our reading of "every summary decays by γ", SPEC §5): the unmasked
+// streaming output is o_t = Σ_{i,j≤t} γ^{t−i} γ^{t−j} (q_t·k_i)(k_i·q_j) v_j, the product of the two
+// decayed sums S^K_t and C_t; the masked target keeps the pairs with i ≤ j:
+//     masked:    o = ((A_γ Aᵀ) ⊙ Γ) V,   A_γ = Γ ⊙ (Q Kᵀ)   (γ = 1: ((A Aᵀ) ⊙ L) V, HLA-C1)
+//     unmasked:  o = ((A_γ Bᵀ) ⊙ Γ) V,   B = Q Kᵀ
+// The printed decayed G does not produce it: G_t = γG + k kᵀC_{t−1} weights the excluded pairs
+// (j < i) by γ^{t−1−j} while S^K C weights them by γ^{2t−i−j}, so for γ < 1 they do not cancel.
+// Derived: G_t = γ²G + γ k (kᵀ C_{t−1}) (and h alike), which gives the masked target for every γ
+// and coincides with the printed recurrence at γ = 1 (SecondOrder::masked vs masked_as_printed).
+#pragma once
+
+#include <stdexcept>
+#include <vector>
+
+#include "larc/reference/hla_common.h"
+#include "larc/reference/scan.h"
+
+namespace larc::ref::hla {
+
+enum class SecondOrder {
+  unmasked,           // o = qᵀ S^K C
+  masked,             // derived decay: G ← γ²G + γ k kᵀ C_{t−1}; the masked target for every γ
+  masked_as_printed,  // G ← γG + k kᵀ C_{t−1} as printed; equals `masked` at γ = 1
+};
+
+inline const char* second_order_name(SecondOrder v) {
+  switch (v) {
+    case SecondOrder::unmasked: return "unmasked";
+    case SecondOrder::masked: return "masked";
+    case SecondOrder::masked_as_printed: return "masked_as_printed";
+  }
+  return "?";
+}
+
+// Streaming decode. c_ = [C | m] and g_ = [G | h] (hla_common.h: the normaliser rides as a column).
+template <class S>
+class SecondOrderState {
+ public:
+  SecondOrderState(Options<S> opt, SecondOrder variant, Eigen::Index d, Eigen::Index dv)
+      : opt_(std::move(opt)), variant_(variant), sk_(Mat<S>::Zero(d, d)),
+        c_(Mat<S>::Zero(d, value_width(opt_, dv))), g_(Mat<S>::Zero(d, value_width(opt_, dv))) {}
+
+  Output<S> step(const Vec<S>& q, const Vec<S>& k, const Vec<S>& v) {
+    const S& gamma = opt_.gamma;
+    const Vec<S> w = value_of(opt_, v);
+    if (variant_ != SecondOrder::unmasked) {
+      const Mat<S> k_kc = k * (k.transpose() * c_);  // k (kᵀ C_{t−1}): the previous C
+      if (variant_ == SecondOrder::masked_as_printed) g_ = gamma * g_ + k_kc;
+      else g_ = (gamma * gamma) * g_ + gamma * k_kc;
+    }
+    sk_ = gamma * sk_ + k * k.transpose();
+    c_ = gamma * c_ + q * w.transpose();
+    // qᵀ(S^K C − G) evaluated as (qᵀS^K) C − qᵀG: O(d² + d d_v) (HLA-C3).
+    Vec<S> raw = ((q.transpose() * sk_) * c_).transpose();
+    if (variant_ != SecondOrder::unmasked) raw -= (q.transpose() * g_).transpose();
+    return finish(opt_, raw, t_++);
+  }
+
+  const Mat<S>& SK() const { return sk_; }
+  const Mat<S>& C_and_m() const { return c_; }  // [C | m]
+  const Mat<S>& G_and_h() const { return g_; }  // [G | h]
+
+ private:
+  Options<S> opt_;
+  SecondOrder variant_;
+  Mat<S> sk_, c_, g_;
+  Eigen::Index t_ = 0;
+};
+
+template <class S>
+Result<S> second_serial(const Problem<S>& p, SecondOrder variant) {
+  validate(p, "hla::second_serial");
+  return stream(p, SecondOrderState<S>(p.opt, variant, p.dk(), p.dv()));
+}
+
+// Raw rows of the masked target ((A_γ Aᵀ) ⊙ Γ) W (or unmasked ((A_γ Bᵀ) ⊙ Γ) W) for one block of
+// tokens; used whole by `second_materialized` and per chunk by the chunk forms.
+template <class S>
+Mat<S> second_order_product(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma, bool masked) {
+  const Mat<S> b = q * k.transpose();
+  const Mat<S> decay = decay_matrix(q.rows(), gamma);
+  const Mat<S> a_gamma = decay.cwiseProduct(b);
+  const Mat<S> second = masked ? Mat<S>(b.template triangularView<Eigen::Lower>()) : b;
+  return (a_gamma * second.transpose()).cwiseProduct(decay) * w;
+}
+
+template <class S>
+Result<S> second_materialized(const Problem<S>& p, SecondOrder variant) {
+  validate(p, "hla::second_materialized");
+  if (variant == SecondOrder::masked_as_printed)
+    throw std::invalid_argument("hla::second_materialized: the printed decay has no masked-product form (SPEC §5)");
+  return finish_rows(p, second_order_product(p.q, p.k, values_of(p), p.opt.gamma, variant == SecondOrder::masked));
+}
+
+// ---- Blelloch scan over segment summaries (HLA-C4, HLA-C5) ---------------------------------------
+
+// Summary of a segment as if streamed from an empty state: S^K, [C | m], [G | h], ρ = γ^{len}.
+template <class S>
+struct SecondOrderSummary {
+  Mat<S> sk, c, g;
+  S rho = S(1);
+};
+
+template <class S>
+SecondOrderSummary<S> second_identity(Eigen::Index d, Eigen::Index dw) {
+  return {Mat<S>::Zero(d, d), Mat<S>::Zero(d, dw), Mat<S>::Zero(d, dw), S(1)};
+}
+
+// A single token: G = h = 0 (SPEC §5).
+template <class S>
+SecondOrderSummary<S> second_token(const Vec<S>& q, const Vec<S>& k, const Vec<S>& w, const S& gamma) {
+  return {k * k.transpose(), q * w.transpose(), Mat<S>::Zero(k.size(), w.size()), gamma};
+}
+
+// a ⊕ b, a the earlier segment (SPEC §5):
+//   plain    (S_A+S_B, C_A+C_B, G_A+G_B+S_B C_A)
+//   printed  (ρ_B S_A+S_B, ρ_B C_A+C_B, ρ_B G_A+G_B+S_B(ρ_B C_A), ρ_Aρ_B)
+//   decayed  (ρ_B S_A+S_B, ρ_B C_A+C_B, ρ_B² G_A+G_B+S_B(ρ_B C_A), ρ_Aρ_B): G_A's pairs age by
+//            γ per step in both S^K and C, i.e. by ρ_B², and the cross pairs (j in A, i in B) carry
+//            γ^{t−i}γ^{t−j} = [S_B]·[ρ_B C_A] — derived, associative, matches SecondOrder::masked.
+template <class S>
+SecondOrderSummary<S> second_combine(const SecondOrderSummary<S>& a, const SecondOrderSummary<S>& b, ScanOperator op) {
+  if (op == ScanOperator::plain) return {a.sk + b.sk, a.c + b.c, a.g + b.g + b.sk * a.c, S(1)};
+  const S& r = b.rho;
+  const Mat<S> aged_c = r * a.c;
+  const S g_age = op == ScanOperator::decayed ? S(r * r) : r;
+  return {r * a.sk + b.sk, aged_c + b.c, g_age * a.g + b.g + b.sk * aged_c, a.rho * b.rho};
+}
+
+template <class S>
+std::vector<SecondOrderSummary<S>> second_token_summaries(const Problem<S>& p) {
+  const Mat<S> w = values_of(p);
+  std::vector<SecondOrderSummary<S>> x;
+  x.reserve(p.T());
+  for (Eigen::Index t = 0; t < p.T(); ++t)
+    x.push_back(second_token<S>(p.q.row(t).transpose(), p.k.row(t).transpose(), w.row(t).transpose(), p.opt.gamma));
+  return x;
+}
+
+// Inclusive states by the exclusive Blelloch scan followed by including the local token (SPEC §5),
+// read as o_t = qᵀ(S^K C − G) (masked) or qᵀ S^K C (unmasked).
+template <class S>
+Result<S> second_scan(const Problem<S>& p, SecondOrder read, ScanOperator op) {
+  validate(p, "hla::second_scan");
+  if (op == ScanOperator::plain) require_no_decay(p, "hla::second_scan (plain operator)");
+  const auto combine = [op](const SecondOrderSummary<S>& a, const SecondOrderSummary<S>& b) {
+    return second_combine(a, b, op);
+  };
+  const auto states = scan::blelloch_inclusive(second_token_summaries(p), combine,
+                                               second_identity<S>(p.dk(), value_width(p.opt, p.dv())));
+  Mat<S> raw(p.T(), value_width(p.opt, p.dv()));
+  for (Eigen::Index t = 0; t < p.T(); ++t) {
+    const auto& st = states[t];
+    const Mat<S> f = read == SecondOrder::unmasked ? Mat<S>(st.sk * st.c) : Mat<S>(st.sk * st.c - st.g);
+    raw.row(t) = p.q.row(t) * f;
+  }
+  return finish_rows(p, raw);
+}
+
+// ---- chunk forms (Fig. 1(C), HLA-C10) ------------------------------------------------------------
+
+// The summary of a block of tokens in closed form (as streamed from empty with the derived decay):
+// S^K = Kᵀ D K, C = Qᵀ D W, G = Kᵀ((D K Qᵀ D) ⊙ StrictLower) W with D = diag(γ^{n−1−r}).
+template <class S>
+SecondOrderSummary<S> second_block_summary(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma) {
+  const Eigen::Index n = q.rows();
+  Vec<S> age(n);
+  for (Eigen::Index r = 0; r < n; ++r) age(r) = power(gamma, n - 1 - r);
+  const auto d = age.asDiagonal();
+  const Mat<S> pairs = Mat<S>(d * (k * q.transpose()) * d).template triangularView<Eigen::StrictlyLower>();
+  return {k.transpose() * d * k, q.transpose() * d * w, k.transpose() * pairs * w, power(gamma, n)};
+}
+
+// Fig. 1(C) as printed (no decay): for t in chunk c,
+//   o_t = q_tᵀ(S^{K,(c−1)} C^{(c−1)} − G^{(c−1)}) + [intra-chunk masked second-order term],
+// the intra term read as the chunk's own ((A_cc A_ccᵀ) ⊙ L) V_c, A_cc = L ⊙ Q_c K_cᵀ. The chunk-start
+// summaries are carried with ⊕. (This omits the pairs i < chunk ≤ j, see second_chunked.)
+template <class S>
+Result<S> second_chunked_as_printed(const Problem<S>& p, Eigen::Index chunk) {
+  validate(p, "hla::second_chunked_as_printed");
+  require_no_decay(p, "hla::second_chunked_as_printed");
+  if (chunk < 1) throw std::invalid_argument("hla::second_chunked_as_printed: chunk size must be >= 1");
+  const Mat<S> w = values_of(p);
+  SecondOrderSummary<S> prev = second_identity<S>(p.dk(), w.cols());
+  Mat<S> raw(p.T(), w.cols());
+  for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
+    const Eigen::Index n = std::min(chunk, p.T() - c0);
+    const Mat<S> qc = p.q.middleRows(c0, n), kc = p.k.middleRows(c0, n), wc = w.middleRows(c0, n);
+    raw.middleRows(c0, n) = qc * (prev.sk * prev.c - prev.g) + second_order_product(qc, kc, wc, S(1), true);
+    prev = second_combine(prev, second_block_summary(qc, kc, wc, S(1)), ScanOperator::plain);
+  }
+  return finish_rows(p, raw);
+}
+
+// The chunk form derived from the masked target, any γ: with τ = r + 1 steps since the chunk start,
+//   o_t = γ^{2τ} q_tᵀ(S^K_p C_p − G_p)                              pairs i ≤ j both before the chunk
+//       + γ^{τ} Σ_{j in chunk, j≤t} γ^{t−j} (q_tᵀ S^K_p q_j) w_j     i before the chunk, j in it
+//       + ((A_γ A_ccᵀ) ⊙ Γ) W_c                                     both in the chunk
+// and the chunk-start summary carried with the derived ⊕_γ.
+template <class S>
+Result<S> second_chunked(const Problem<S>& p, Eigen::Index chunk) {
+  validate(p, "hla::second_chunked");
+  if (chunk < 1) throw std::invalid_argument("hla::second_chunked: chunk size must be >= 1");
+  const S& gamma = p.opt.gamma;
+  const Mat<S> w = values_of(p);
+  SecondOrderSummary<S> prev = second_identity<S>(p.dk(), w.cols());
+  Mat<S> raw(p.T(), w.cols());
+  for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
+    const Eigen::Index n = std::min(chunk, p.T() - c0);
+    const Mat<S> qc = p.q.middleRows(c0, n), kc = p.k.middleRows(c0, n), wc = w.middleRows(c0, n);
+    Vec<S> since(n);  // γ^τ
+    for (Eigen::Index r = 0; r < n; ++r) since(r) = power(gamma, r + 1);
+    const Vec<S> since2 = since.cwiseProduct(since);
+    const Mat<S> inter = since2.asDiagonal() * (qc * (prev.sk * prev.c - prev.g));
+    const Mat<S> cross_weights = since.asDiagonal() * decay_matrix(n, gamma);
+    const Mat<S> cross = (qc * prev.sk * qc.transpose()).cwiseProduct(cross_weights) * wc;
+    raw.middleRows(c0, n) = inter + cross + second_order_product(qc, kc, wc, gamma, true);
+    prev = second_combine(prev, second_block_summary(qc, kc, wc, gamma), ScanOperator::decayed);
+  }
+  return finish_rows(p, raw);
+}
+
+}  // namespace larc::ref::hla
