@@ -47,9 +47,13 @@ const char* kF128Method = "|dd - float128| (escalated: |dd - double| was not 100
 void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<std::string, std::vector<bool>>& unwritten,
                   const ToleranceConfig& cfg, CaseResult& r) {
   const Mechanism& m = find_mechanism(p.spec.mechanism);
-  TensorMap base = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
-  detail::run_reference_in_float(m, ref::Form::serial, p.inputs, base);
-  const ValueMap baseline = decode_all(base);
+  std::vector<ValueMap> baselines;  // the reference's float forms (tolerance.h: the baseline's level)
+  for (ref::Form form : m.forms) {
+    if (form == ref::Form::materialized) continue;
+    TensorMap base = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
+    detail::run_reference_in_float(m, form, p.inputs, base);
+    baselines.push_back(decode_all(base));
+  }
 
   auto judge_all = [&](const std::map<std::string, std::vector<double>>& estimate) {
     std::vector<Judgement> js;
@@ -64,7 +68,7 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       const auto u = unwritten.find(spec.name);
       out.unwritten = u == unwritten.end() ? nullptr : &u->second;
       out.oracle = &p.oracle.at(spec.name);
-      out.baseline = &baseline.at(spec.name);
+      for (const ValueMap& b : baselines) out.baselines.push_back(&b.at(spec.name));
       const auto e = estimate.find(spec.name);
       if (e != estimate.end()) out.oracle_error = e->second;
       js.push_back(judge(out, cfg));
