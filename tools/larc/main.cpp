@@ -4,11 +4,27 @@
 #include <iostream>
 
 #include "claims_command.h"
+#include "fixtures_show_command.h"
+
+namespace {
+// `larc fixtures <verb>`: one parent command; each verb adds its runner to `verbs`.
+std::function<int()> add_fixtures_command(CLI::App& app) {
+  CLI::App* fixtures = app.add_subcommand("fixtures", "Inspect (show) and generate (gen) safetensors fixtures");
+  fixtures->require_subcommand(1);
+  std::vector<std::function<int()>> verbs{larc::cli::add_fixtures_show_command(*fixtures)};
+  return [verbs] {
+    for (const auto& run : verbs)
+      if (int rc = run(); rc >= 0) return rc;
+    return -1;
+  };
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"larc: verification and property testing for linear-attention recurrences and kernels"};
   app.require_subcommand(1);
   auto claims = larc::cli::add_claims_command(app);
+  auto fixtures = add_fixtures_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -20,7 +36,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    for (auto& run : {claims})
+    for (auto& run : {claims, fixtures})
       if (int rc = run(); rc >= 0) return rc;
   } catch (const std::invalid_argument& e) {
     std::cerr << "larc: " << e.what() << "\n";
