@@ -112,6 +112,10 @@ S power(const S& gamma, Eigen::Index n) {
   return r;
 }
 
+// L ⊙ m: the lower triangle with the diagonal.
+template <class S>
+Mat<S> lower(const Mat<S>& m) { return m.template triangularView<Eigen::Lower>(); }
+
 // Γ (T×T): γ^{t−j} for j ≤ t, 0 above the diagonal.
 template <class S>
 Mat<S> decay_matrix(Eigen::Index T, const S& gamma) {

@@ -86,12 +86,11 @@ Result<S> third_materialized(const Problem<S>& p, ThirdOrder variant) {
   if (variant == ThirdOrder::masked_as_printed)
     throw std::invalid_argument("hla::third_materialized: the printed form is no masked product; see printed_triple_sum");
   const Mat<S> b = p.q * p.k.transpose();
-  const Mat<S> a = b.template triangularView<Eigen::Lower>();
+  const Mat<S> a = lower(b);
   const Mat<S> w = values_of(p);
   if (variant == ThirdOrder::masked)
-    return finish_rows(p, Mat<S>(Mat<S>((a * a.transpose()).template triangularView<Eigen::Lower>()) * a * w));
-  const Mat<S> first = Mat<S>(a * b.transpose()).template triangularView<Eigen::Lower>();
-  return finish_rows(p, Mat<S>(Mat<S>(first * b).template triangularView<Eigen::Lower>()) * w);
+    return finish_rows(p, Mat<S>(lower<S>(a * a.transpose()) * a * w));
+  return finish_rows(p, Mat<S>(lower<S>(lower<S>(a * b.transpose()) * b) * w));
 }
 
 // The paper's named target taken literally: ((A Aᵀ A) ⊙ L) W (not causal, see the header comment).
@@ -99,8 +98,8 @@ template <class S>
 Result<S> third_literal_masked_target(const Problem<S>& p) {
   validate(p, "hla::third_literal_masked_target");
   require_no_decay(p, "hla::third_literal_masked_target");
-  const Mat<S> a = Mat<S>(p.q * p.k.transpose()).template triangularView<Eigen::Lower>();
-  return finish_rows(p, Mat<S>(Mat<S>(a * a.transpose() * a).template triangularView<Eigen::Lower>()) * values_of(p));
+  const Mat<S> a = lower<S>(p.q * p.k.transpose());
+  return finish_rows(p, Mat<S>(lower<S>(a * a.transpose() * a) * values_of(p)));
 }
 
 // What the printed masked recurrence sums, by brute force over triples: every (i, l, j) ≤ t whose
