@@ -3,6 +3,7 @@
 // byte corruption never crash and never throw anything else.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <random>
 
@@ -201,12 +202,22 @@ TEST(SafetensorsCorruption, EveryFlippedHeaderBitIsHandled) {
   EXPECT_GT(refused, static_cast<int>(8 * (8 + header_bytes) * 9 / 10));
 }
 
+// Seed and iteration count are printed and settable: LARC_FUZZ_SEED, LARC_FUZZ_ITERATIONS.
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
 TEST(SafetensorsCorruption, RandomByteCorruptionNeverCrashes) {
   const std::vector<std::byte> full = sample_file();
-  std::mt19937_64 rng(::testing::UnitTest::GetInstance()->random_seed());
+  const std::uint64_t seed = env_or("LARC_FUZZ_SEED", 6);
+  const auto iterations = static_cast<int>(env_or("LARC_FUZZ_ITERATIONS", 4000));
+  RecordProperty("seed", std::to_string(seed));
+  RecordProperty("iterations", std::to_string(iterations));
+  SCOPED_TRACE("LARC_FUZZ_SEED=" + std::to_string(seed) + " LARC_FUZZ_ITERATIONS=" + std::to_string(iterations));
+  std::mt19937_64 rng(seed);
   std::uniform_int_distribution<std::size_t> position(0, full.size() - 1);
   std::uniform_int_distribution<int> byte_value(0, 255), count(1, 8);
-  const int iterations = 4000;
   for (int it = 0; it < iterations; ++it) {
     std::vector<std::byte> bytes = full;
     const int changes = count(rng);

@@ -2,6 +2,7 @@
 // format's specification, and read back: round trips through files, metadata, rank-0 and empty
 // tensors, any order of header entries, and the validation helpers' messages.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -20,9 +21,10 @@ using larc::fixtures::TensorData;
 using larc::fixtures::testing::file_with_header;
 
 std::filesystem::path temp_dir() {
+  // One folder per process and test: several build folders may run this test at once.
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("larc_safetensors_format_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                    "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+                   ("larc_safetensors_format_test_" + std::to_string(::getpid()) + "_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::create_directories(dir);
   return dir;
 }
