@@ -1,0 +1,170 @@
+// GLA, gated linear attention (SPEC "Baselines"): S_t = Diag(a_t) S_{t−1} + k_t v_t^T, o_t = scale · S_t^T q_t,
+// a_t ∈ (0, 1]^{d_k} per-channel decays (held as a = e^{g}, so exact rational runs need no exp; gla_batched
+// converts FLA's log-gates gk elementwise). S is d_k × d_v.
+//
+// Verbs: serial (= State::step over the sequence, as for LA), materialized (the O(T² d) definition
+// o_t = scale Σ_{s≤t} (q_t ⊙ Π_{r=s+1..t} a_r)^T k_s v_s^T + scale (q_t ⊙ Π_{r≤t} a_r)^T S_0), chunked
+// (inter-chunk state plus the decay-weighted intra-chunk product, any chunk size ≥ 1 and any T).
+// Decay products are formed as products, never as ratios of cumulative products.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "larc/reference/delta_rule.h"
+#include "larc/reference/tensor.h"
+#include "larc/reference/types.h"
+
+namespace larc::ref::gla {
+
+template <class S>
+struct Problem {
+  Mat<S> q, k, v;  // T×d_k, T×d_k, T×d_v
+  Mat<S> a;        // T×d_k decays in (0, 1]
+  S scale = S(1);
+  std::optional<Mat<S>> initial_state;  // d_k×d_v, zero when absent
+
+  Eigen::Index T() const { return q.rows(); }
+  Eigen::Index dk() const { return q.cols(); }
+  Eigen::Index dv() const { return v.cols(); }
+  Mat<S> start_state() const { return initial_state ? *initial_state : Mat<S>::Zero(dk(), dv()); }
+};
+
+template <class S>
+void validate(const Problem<S>& p) {
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("gla: " + what);
+  };
+  need(p.k.rows() == p.T() && p.k.cols() == p.dk(), "k must be T×d_k like q");
+  need(p.v.rows() == p.T(), "v must have T rows like q");
+  need(p.a.rows() == p.T() && p.a.cols() == p.dk(), "a (decays) must be T×d_k like q");
+  if (p.initial_state)
+    need(p.initial_state->rows() == p.dk() && p.initial_state->cols() == p.dv(), "initial_state must be d_k×d_v");
+}
+
+template <class S>
+class State {
+ public:
+  State(Eigen::Index dk, Eigen::Index dv) : s_(Mat<S>::Zero(dk, dv)) {}
+  explicit State(Mat<S> initial) : s_(std::move(initial)) {}
+
+  Vec<S> step(const Vec<S>& q, const Vec<S>& k, const Vec<S>& v, const Vec<S>& a, const S& scale) {
+    s_ = a.asDiagonal() * s_;
+    s_.noalias() += k * v.transpose();
+    return s_.transpose() * (scale * q);
+  }
+  const Mat<S>& matrix() const { return s_; }
+
+ private:
+  Mat<S> s_;
+};
+
+template <class S>
+SeqResult<S> serial(const Problem<S>& p) {
+  validate(p);
+  State<S> st(p.start_state());
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index t = 0; t < p.T(); ++t)
+    o.row(t) = st.step(p.q.row(t).transpose(), p.k.row(t).transpose(), p.v.row(t).transpose(),
+                       p.a.row(t).transpose(), p.scale).transpose();
+  return {std::move(o), st.matrix()};
+}
+
+template <class S>
+SeqResult<S> materialized(const Problem<S>& p) {
+  validate(p);
+  const Mat<S> s0 = p.start_state();
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index t = 0; t < p.T(); ++t) {
+    Vec<S> x = p.q.row(t).transpose();  // q_t ⊙ Π_{r=s+1..t} a_r, carried backwards from s = t
+    Vec<S> acc = Vec<S>::Zero(p.dv());
+    for (Eigen::Index s = t; s >= 0; --s) {
+      acc += S(x.dot(p.k.row(s).transpose())) * p.v.row(s).transpose();
+      x = x.cwiseProduct(p.a.row(s).transpose());
+    }
+    acc += s0.transpose() * x;
+    o.row(t) = (p.scale * acc).transpose();
+  }
+  // Closed form of the final state: Σ_s Diag(Π_{r>s} a_r) k_s v_s^T + Diag(Π_r a_r) S_0.
+  Vec<S> carry = Vec<S>::Ones(p.dk());
+  Mat<S> final_state = Mat<S>::Zero(p.dk(), p.dv());
+  for (Eigen::Index s = p.T() - 1; s >= 0; --s) {
+    final_state.noalias() += carry.cwiseProduct(p.k.row(s).transpose()) * p.v.row(s);
+    carry = carry.cwiseProduct(p.a.row(s).transpose());
+  }
+  final_state.noalias() += carry.asDiagonal() * s0;
+  return {std::move(o), std::move(final_state)};
+}
+
+// Chunked: for a chunk with local index i and products b_i = Π_{r≤i} a_r (from the chunk's start) and
+// Γ_ij = Π_{r=j+1..i} a_r (j ≤ i):
+//   o_i = scale [ (q_i ⊙ b_i)^T S_c + Σ_{j≤i} (q_i ⊙ Γ_ij)^T k_j v_j^T ],
+//   S_{c+1} = Diag(b_last) S_c + Σ_j (Γ_last,j ⊙ k_j) v_j^T.
+template <class S>
+SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
+  validate(p);
+  if (chunk < 1) throw std::invalid_argument("gla::chunked: chunk size must be >= 1");
+  Mat<S> state = p.start_state();
+  Mat<S> o(p.T(), p.dv());
+  for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
+    const Eigen::Index n = std::min(chunk, p.T() - c0);
+    // decay(i, j) = Γ_ij as a d_k vector; row n·i + j of `gamma`, j ≤ i, plus b_i.
+    Mat<S> gamma = Mat<S>::Zero(n * n, p.dk());
+    Mat<S> b(n, p.dk());
+    for (Eigen::Index i = 0; i < n; ++i) {
+      gamma.row(n * i + i).setOnes();
+      for (Eigen::Index j = i - 1; j >= 0; --j)
+        gamma.row(n * i + j) = gamma.row(n * i + j + 1).cwiseProduct(p.a.row(c0 + j + 1));
+      b.row(i) = (i == 0 ? Mat<S>(Mat<S>::Ones(1, p.dk())) : Mat<S>(b.row(i - 1))).cwiseProduct(p.a.row(c0 + i));
+    }
+    Mat<S> att = Mat<S>::Zero(n, n);  // (q_i ⊙ Γ_ij)^T k_j, lower triangle incl. diagonal
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j <= i; ++j)
+        att(i, j) = p.q.row(c0 + i).cwiseProduct(gamma.row(n * i + j)).dot(p.k.row(c0 + j));
+    const Mat<S> V = p.v.middleRows(c0, n);
+    o.middleRows(c0, n) = p.scale * (Mat<S>(p.q.middleRows(c0, n).cwiseProduct(b)) * state + att * V);
+    Mat<S> k_to_end(n, p.dk());
+    for (Eigen::Index j = 0; j < n; ++j) k_to_end.row(j) = p.k.row(c0 + j).cwiseProduct(gamma.row(n * (n - 1) + j));
+    state = (b.row(n - 1).transpose().asDiagonal() * state + k_to_end.transpose() * V).eval();
+  }
+  return {std::move(o), std::move(state)};
+}
+
+// serial is State::step over the sequence, so Form::streamed and Form::serial coincide (as for LA).
+template <class S>
+SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
+  switch (form) {
+    case Form::serial:
+    case Form::streamed: return serial(p);
+    case Form::materialized: return materialized(p);
+    case Form::chunked: return chunked(p, chunk);
+  }
+  throw std::invalid_argument("gla::run: unknown form");
+}
+
+// FLA's conventions: q, k [B, T, H, d_k], v [B, T, H, d_v], gk [B, T, H, d_k] log-decays (≤ 0);
+// scale defaults to d_k^{-1/2}; optional initial state and the final state [B, H, d_k, d_v].
+template <class S>
+delta_rule::BatchedResult<S> gla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& gk,
+                                         std::optional<std::type_identity_t<S>> scale = {},
+                                         const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
+                                         Form form = Form::serial, Eigen::Index chunk = 64) {
+  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  require_shape(gk, "gk", {B, T, H, K});
+  delta_rule::BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h),
+                   Mat<S>(head_rows(gk, b, h).unaryExpr([](const S& g) { return exp_of(g); })),
+                   scale ? *scale : delta_rule::default_scale<S>(K), {}};
+      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+      const SeqResult<S> res = run(p, form, chunk);
+      set_head_rows(r.o, b, h, res.o);
+      set_head_state(r.final_state, b, h, res.final_state);
+    }
+  }
+  return r;
+}
+
+}  // namespace larc::ref::gla
