@@ -32,11 +32,11 @@ Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
 template <class S>
 Tensor<S> hla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Options<S>& opt = {},
                       Form form = Form::serial, Eigen::Index chunk = 64) {
-  const auto [B, T, H, K, V] = batched_dims(q, k, v, nullptr);
+  const auto [B, T, H, K, V] = batched_dims<S>(q, k, v, nullptr);
   if (!(opt.gamma > S(0) && opt.gamma <= S(1))) throw std::invalid_argument("gamma: expected a decay in (0, 1]");
   if (!(opt.eps >= S(0))) throw std::invalid_argument("eps: expected eps >= 0");
   if (form == Form::chunked && chunk < 1) throw std::invalid_argument("chunk: expected a chunk size >= 1");
-  Tensor<S> o({B, T, H, V});
+  Tensor<S> o(std::vector<std::int64_t>{B, T, H, V});
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       set_head_rows(o, b, h, run(Problem<S>{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), opt}, form, chunk).o);

@@ -92,19 +92,24 @@ AhlaSummary<S> ahla_combine(const AhlaSummary<S>& a, const AhlaSummary<S>& b, Sc
   return {r, aged_p + b.p, rho * a.e + b.e + b.r * aged_p, a.rho * b.rho};
 }
 
-template <class S>
-Result<S> ahla_scan(const Problem<S>& p, ScanOperator op) {
+// Inclusive states by the exclusive Blelloch scan, read as o_t = qᵀE; `combine(a, b)` is the operator.
+template <class S, class Combine>
+Result<S> ahla_scan_with(const Problem<S>& p, const Combine& combine) {
   validate(p, "hla::ahla_scan");
-  if (op == ScanOperator::plain) require_no_decay(p, "hla::ahla_scan (plain operator)");
   const Mat<S> w = values_of(p);
   std::vector<AhlaSummary<S>> x;
   for (Eigen::Index t = 0; t < p.T(); ++t)
     x.push_back(ahla_token<S>(p.q.row(t).transpose(), p.k.row(t).transpose(), w.row(t).transpose(), p.opt.gamma));
-  const auto combine = [op](const AhlaSummary<S>& a, const AhlaSummary<S>& b) { return ahla_combine(a, b, op); };
   const auto states = scan::blelloch_inclusive(x, combine, ahla_identity<S>(p.dk(), w.cols()));
   Mat<S> raw(p.T(), w.cols());
   for (Eigen::Index t = 0; t < p.T(); ++t) raw.row(t) = p.q.row(t) * states[t].e;
   return finish_rows(p, raw);
+}
+
+template <class S>
+Result<S> ahla_scan(const Problem<S>& p, ScanOperator op) {
+  if (op == ScanOperator::plain) require_no_decay(p, "hla::ahla_scan (plain operator)");
+  return ahla_scan_with(p, [op](const AhlaSummary<S>& a, const AhlaSummary<S>& b) { return ahla_combine(a, b, op); });
 }
 
 // ---- chunk forms (Fig. 2(C), HLA-C10) ----------------------------------------------------------------

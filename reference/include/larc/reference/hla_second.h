@@ -145,14 +145,10 @@ std::vector<SecondOrderSummary<S>> second_token_summaries(const Problem<S>& p) {
 }
 
 // Inclusive states by the exclusive Blelloch scan followed by including the local token (SPEC §5),
-// read as o_t = qᵀ(S^K C − G) (masked) or qᵀ S^K C (unmasked).
-template <class S>
-Result<S> second_scan(const Problem<S>& p, SecondOrder read, ScanOperator op) {
+// read as o_t = qᵀ(S^K C − G) (masked) or qᵀ S^K C (unmasked); `combine(a, b)` is the operator.
+template <class S, class Combine>
+Result<S> second_scan_with(const Problem<S>& p, SecondOrder read, const Combine& combine) {
   validate(p, "hla::second_scan");
-  if (op == ScanOperator::plain) require_no_decay(p, "hla::second_scan (plain operator)");
-  const auto combine = [op](const SecondOrderSummary<S>& a, const SecondOrderSummary<S>& b) {
-    return second_combine(a, b, op);
-  };
   const auto states = scan::blelloch_inclusive(second_token_summaries(p), combine,
                                                second_identity<S>(p.dk(), value_width(p.opt, p.dv())));
   Mat<S> raw(p.T(), value_width(p.opt, p.dv()));
@@ -162,6 +158,14 @@ Result<S> second_scan(const Problem<S>& p, SecondOrder read, ScanOperator op) {
     raw.row(t) = p.q.row(t) * f;
   }
   return finish_rows(p, raw);
+}
+
+template <class S>
+Result<S> second_scan(const Problem<S>& p, SecondOrder read, ScanOperator op) {
+  if (op == ScanOperator::plain) require_no_decay(p, "hla::second_scan (plain operator)");
+  return second_scan_with(p, read, [op](const SecondOrderSummary<S>& a, const SecondOrderSummary<S>& b) {
+    return second_combine(a, b, op);
+  });
 }
 
 // ---- chunk forms (Fig. 1(C), HLA-C10) ------------------------------------------------------------
