@@ -304,8 +304,8 @@ class Evaluator {
 
  private:
   SearchLimits limits_;
-  const CaseJudge& run_;
-  const CaseObserver& observe_;
+  CaseJudge run_;
+  CaseObserver observe_;
 };
 
 void require_valid(Shard shard) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "larc/harness/runner.h"
+#include "larc/harness/shard.h"
 
 namespace larc::harness {
 
@@ -72,11 +73,6 @@ using CaseJudge = std::function<CaseResult(const CaseSpec&)>;
 ShrinkOutcome shrink_failure(const CaseResult& failing, int max_evaluations = 200, const CaseJudge& run = {});
 
 // --- the campaign -------------------------------------------------------------------------------
-
-struct Shard {
-  std::uint64_t index = 0, count = 1;
-  bool holds(std::uint64_t case_index) const { return case_index % count == index; }
-};
 
 struct FuzzCase {
   std::uint64_t index = 0;

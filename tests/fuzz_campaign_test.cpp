@@ -1,0 +1,262 @@
+// The fuzzer (harness/fuzz.h): a campaign is a function of (seed, index); shards partition the
+// indices; edge sizes are drawn often; a planted failure is found and shrunk to its smallest failing
+// case; hill-climbing finds a larger error ratio than the same number of blind samples.
+#include "larc/harness/fuzz.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace larc::harness {
+namespace {
+
+// A planted subject: the reference serial form in float, then `corrupt` applied to its outputs.
+void register_planted(const std::string& name, std::function<void(const TensorMap& in, ValueMap& out)> corrupt,
+                      ShapeLimits limits = {}) {
+  for (const Subject& s : subjects())
+    if (s.name == name) return;
+  Subject s;
+  s.name = name;
+  s.mechanism = "gdn";
+  s.dtypes = {Dtype::fp32};
+  s.limits = std::move(limits);
+  s.launch = [corrupt](const TensorMap& in, TensorMap& out) {
+    ValueMap values = find_mechanism("gdn").compute(decode_all(in), Precision::f32, ref::Form::serial, 0);
+    corrupt(in, values);
+    for (auto& [name, t] : out)
+      for (std::size_t i = 0; i < t.size(); ++i) t.set(i, values.at(name).data[i]);
+  };
+  register_subject(std::move(s));
+}
+
+// Planted defect: from T = 3 on, the last timestep's output is scaled by 1.01.
+const char* kLastStep = "planted-last-step-from-T3";
+void register_last_step_defect() {
+  register_planted(kLastStep, [](const TensorMap&, ValueMap& out) {
+    ref::Tensor<double>& o = out.at("o");  // [B, T, H, V]
+    const std::int64_t T = o.dim(1), per_t = o.dim(2) * o.dim(3);
+    if (T < 3) return;
+    for (std::int64_t b = 0; b < o.dim(0); ++b)
+      for (std::int64_t i = 0; i < per_t; ++i) o.data[(b * T + T - 1) * per_t + i] *= 1.01;
+  });
+}
+
+// Planted defect whose error grows steeply with key collinearity: o scaled by 1 + r,
+// r = 1e-8 · e^{14m} / (1 − m + 1e-6), m the mean cosine between consecutive keys of a head (0 when
+// T = 1), so r runs from about 1e-8 (random keys, where the same-precision baseline's own error is
+// about 1e-7) to about 6 (collinearity 0.999); head dimension 8 (with K = 1 every pair of keys is
+// collinear whatever the knob says).
+const char* kCollinear = "planted-collinear-error";
+void register_collinear_defect() {
+  register_planted(kCollinear, [](const TensorMap& in, ValueMap& out) {
+    const ref::Tensor<double> k = in.at("k").decode();  // [B, T, H, K]
+    const std::int64_t B = k.dim(0), T = k.dim(1), H = k.dim(2), K = k.dim(3);
+    double cos_sum = 0;
+    std::int64_t pairs = 0;
+    auto at = [&](std::int64_t b, std::int64_t t, std::int64_t h, std::int64_t d) {
+      return k.data[((b * T + t) * H + h) * K + d];
+    };
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t t = 0; t + 1 < T; ++t) {
+          double dot = 0, n0 = 0, n1 = 0;
+          for (std::int64_t d = 0; d < K; ++d) {
+            dot += at(b, t, h, d) * at(b, t + 1, h, d);
+            n0 += at(b, t, h, d) * at(b, t, h, d);
+            n1 += at(b, t + 1, h, d) * at(b, t + 1, h, d);
+          }
+          cos_sum += dot / std::sqrt(n0 * n1);
+          ++pairs;
+        }
+    const double m = pairs ? cos_sum / static_cast<double>(pairs) : 0;
+    const double r = 1e-8 * std::exp(14 * m) / (1 - m + 1e-6);
+    for (double& x : out.at("o").data) x *= 1 + r;
+  }, ShapeLimits{.head_dims = {8}});
+}
+
+// A campaign over `subjects` (empty: all) with the given largest sizes.
+CampaignConfig config(std::uint64_t seed, std::vector<std::string> subjects = {}, std::int64_t max_T = 256,
+                      std::int64_t max_head_dim = 64, std::int64_t max_BH = 2) {
+  CampaignConfig c;
+  c.seed = seed;
+  c.subjects = std::move(subjects);
+  c.max_T = max_T;
+  c.max_K = c.max_V = max_head_dim;
+  c.max_B = c.max_H = max_BH;
+  return c;
+}
+
+RunLimits first_cases(std::uint64_t n) {
+  RunLimits l;
+  l.cases = n;
+  return l;
+}
+
+CaseResult passing(const CaseSpec& spec) {
+  CaseResult r;
+  r.spec = spec;
+  r.pass = true;
+  return r;
+}
+
+TEST(FuzzCampaign, CaseIsAFunctionOfSeedAndIndexOnly) {
+  const Campaign a(config(7)), b(config(7)), other(config(8));
+  int differs_from_other_seed = 0;
+  for (std::uint64_t i = 0; i < 50; ++i) {
+    const CaseSpec x = a.case_at(i), y = b.case_at(i);
+    EXPECT_EQ(x.reproduce(), y.reproduce()) << "case " << i;
+    EXPECT_EQ(x.knobs, y.knobs) << "case " << i;
+    EXPECT_EQ(a.case_at(i).reproduce(), x.reproduce()) << "case " << i << " drawn twice";
+    differs_from_other_seed += other.case_at(i).reproduce() != x.reproduce();
+  }
+  EXPECT_EQ(differs_from_other_seed, 50);
+}
+
+TEST(FuzzCampaign, DrawsEdgeSizesOftenAndKnobsFromTheirRanges) {
+  const Campaign c(config(3));
+  int t_one = 0, t_chunk_multiple = 0, t_ragged = 0, k_not_power = 0, n = 400;
+  std::vector<double> key_norms;
+  std::set<std::string> cells;
+  for (int i = 0; i < n; ++i) {
+    const CaseSpec s = c.case_at(static_cast<std::uint64_t>(i));
+    t_one += s.shape.T == 1;
+    t_chunk_multiple += s.shape.T % 64 == 0;
+    t_ragged += s.shape.T > 64 && s.shape.T % 64 != 0;
+    k_not_power += (s.shape.K & (s.shape.K - 1)) != 0;
+    ASSERT_LE(s.shape.T, 256);
+    ASSERT_LE(s.shape.K, 64);
+    cells.insert(s.subject + "/" + s.mechanism + "/" + std::string(ref::dtype_name(s.dtype)));
+    const Mechanism& m = find_mechanism(s.mechanism);
+    ASSERT_EQ(s.knobs.size(), m.knobs.size());
+    for (const Knob& k : m.knobs) {
+      ASSERT_GE(s.knobs.at(k.name), k.lo) << k.name;
+      ASSERT_LE(s.knobs.at(k.name), k.hi) << k.name;
+    }
+    if (s.knobs.count("key_norm") && s.mechanism == "kla") key_norms.push_back(s.knobs.at("key_norm"));
+  }
+  EXPECT_GE(t_one, n / 6);
+  EXPECT_GE(t_chunk_multiple, n / 6);
+  EXPECT_GE(t_ragged, n / 10);
+  EXPECT_GE(k_not_power, n / 3);
+  EXPECT_EQ(cells.size(), c.cells().size()) << "every (subject, dtype) pair is drawn in 400 cases";
+  // key_norm is log-uniform on [1e-2, 1e2]: median near 1 (a uniform draw would give about 50).
+  ASSERT_GE(key_norms.size(), 10u);
+  std::nth_element(key_norms.begin(), key_norms.begin() + key_norms.size() / 2, key_norms.end());
+  EXPECT_GT(key_norms[key_norms.size() / 2], 0.1);
+  EXPECT_LT(key_norms[key_norms.size() / 2], 10);
+}
+
+TEST(FuzzCampaign, FiltersSelectCellsAndRejectUnknownNames) {
+  CampaignConfig one = config(1, {"ref-chunked-f32"});
+  one.mechanisms = {"gdn"};
+  one.dtypes = {Dtype::bf16};
+  const Campaign c(one);
+  ASSERT_EQ(c.cells().size(), 1u);
+  EXPECT_EQ(c.case_at(5).subject, "ref-chunked-f32");
+  EXPECT_EQ(c.case_at(5).dtype, Dtype::bf16);
+  EXPECT_THROW(Campaign(config(1, {"no-such-kernel"})), std::invalid_argument);
+  CampaignConfig bad = config(1);
+  bad.mechanisms = {"no-such-mechanism"};
+  EXPECT_THROW(Campaign{bad}, std::invalid_argument);
+  bad = config(1);
+  bad.dtypes = {Dtype::fp64};  // no subject takes fp64
+  EXPECT_THROW(Campaign{bad}, std::invalid_argument);
+}
+
+TEST(FuzzCampaign, ShardsAreDisjointCoverTheCasesAndEqualTheUnshardedRun) {
+  const Campaign c(config(11));
+  const RunLimits limits = first_cases(20);
+  const CampaignRun whole = run_campaign(c, {0, 1}, limits, {}, {}, passing);
+  ASSERT_EQ(whole.cases.size(), 20u);
+  std::vector<FuzzCase> merged;
+  for (std::uint64_t j = 0; j < 3; ++j) {
+    const CampaignRun part = run_campaign(c, {j, 3}, limits, {}, {}, passing);
+    for (const FuzzCase& fc : part.cases) {
+      EXPECT_EQ(fc.index % 3, j);
+      merged.push_back(fc);
+    }
+  }
+  std::sort(merged.begin(), merged.end(), [](const FuzzCase& a, const FuzzCase& b) { return a.index < b.index; });
+  ASSERT_EQ(merged.size(), whole.cases.size());
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    EXPECT_EQ(merged[i].index, i) << "each index exactly once";
+    EXPECT_EQ(merged[i].result.spec.reproduce(), whole.cases[i].result.spec.reproduce());
+  }
+  EXPECT_THROW(run_campaign(c, {3, 3}, limits, {}, {}, passing), std::invalid_argument);
+  EXPECT_THROW(run_campaign(c, {0, 0}, limits, {}, {}, passing), std::invalid_argument);
+}
+
+TEST(FuzzCampaign, PlantedFailureIsFoundAndShrunkToItsSmallestFailingCase) {
+  register_last_step_defect();
+  const Campaign c(config(5, {kLastStep}, 128, 16));
+  int saved = 0;
+  const CampaignRun run = run_campaign(c, {0, 1}, first_cases(8), [&](const FuzzCase&) { return "saved-" + std::to_string(++saved); });
+  ASSERT_GT(run.failures(), 0u) << "the planted defect fails every case with T >= 3";
+  for (const FuzzCase& fc : run.cases) {
+    EXPECT_EQ(fc.result.pass, fc.result.spec.shape.T < 3) << fc.result.spec.reproduce();
+    if (fc.result.pass) continue;
+    ASSERT_TRUE(fc.shrink.has_value());
+    const CaseSpec& s = fc.shrink->shrunk.spec;
+    EXPECT_FALSE(fc.shrink->shrunk.pass);
+    EXPECT_EQ(failure_kinds(fc.shrink->shrunk), std::set<std::string>{"tolerance"});
+    EXPECT_EQ(s.shape, (Shape{1, 3, 1, 1, 1})) << "from " << fc.result.spec.shape.str();
+    EXPECT_EQ(s.knobs, find_mechanism("gdn").resolve_knobs({})) << "knobs moved to their defaults";
+    EXPECT_EQ(s.seed, fc.result.spec.seed);
+    EXPECT_FALSE(fc.fixture.empty());
+    // The shrunk case reproduces from its spec alone.
+    EXPECT_FALSE(run_case(s).pass);
+  }
+  EXPECT_EQ(saved, static_cast<int>(run.failures()));
+}
+
+TEST(FuzzCampaign, HonestSubjectPassesAndNothingIsShrunk) {
+  CampaignConfig honest = config(2, {"ref-chunked-f32"}, 96, 16);
+  honest.mechanisms = {"gdn"};
+  honest.dtypes = {Dtype::fp32};
+  const Campaign c(honest);
+  const CampaignRun run = run_campaign(c, {0, 1}, first_cases(6));
+  EXPECT_EQ(run.failures(), 0u);
+  for (const FuzzCase& fc : run.cases) EXPECT_FALSE(fc.shrink.has_value());
+}
+
+TEST(FuzzErrorSearch, HillClimbingBeatsTheSameNumberOfBlindSamples) {
+  register_collinear_defect();
+  for (std::uint64_t seed : {1, 2, 3, 4, 5}) {
+    const Campaign c(config(seed, {kCollinear}, 24, 8, 1));
+    SearchLimits limits;
+    limits.evaluations = 40;
+    const ErrorSearch climb = hill_climb_error(c, {0, 1}, limits);
+    const ErrorSearch blind = blind_sample_error(c, {0, 1}, limits);
+    EXPECT_EQ(climb.evaluations, 40);
+    EXPECT_EQ(blind.evaluations, 40);
+    EXPECT_GT(climb.worst_score, blind.worst_score) << "seed " << seed;
+    EXPECT_GT(climb.worst.spec.knobs.at("collinearity"), blind.worst.spec.knobs.at("collinearity")) << "seed " << seed;
+    EXPECT_TRUE(std::is_sorted(climb.best_so_far.begin(), climb.best_so_far.end()));
+    // The worst case is a real one: judging its spec again gives the same ratio.
+    EXPECT_EQ(error_score(run_case(climb.worst.spec)), climb.worst_score);
+  }
+}
+
+TEST(FuzzErrorSearch, ScoreIsTheWorstRatioAndInfiniteForBrokenOutputs) {
+  CaseResult r;
+  r.pass = true;
+  Judgement o, s;
+  o.output = "o", o.worst_ratio = 0.4;
+  s.output = "final_state", s.worst_ratio = 0.7;
+  r.outputs = {o, s};
+  EXPECT_EQ(error_score(r), 0.7);
+  r.pass = false;
+  r.outputs[0].non_finite = 1;
+  r.outputs[0].violations = {"o: nan"};
+  r.errors = {"o: nan"};
+  r.outputs[0].oracle_certified = r.outputs[1].oracle_certified = true;
+  EXPECT_TRUE(std::isinf(error_score(r)) && error_score(r) > 0);
+  r.outputs[0].non_finite = 0;
+  r.outputs[0].baseline_non_finite = 1;
+  EXPECT_TRUE(std::isinf(error_score(r)) && error_score(r) < 0) << "outside the dtype's range: no ratio means anything";
+}
+
+}  // namespace
+}  // namespace larc::harness
