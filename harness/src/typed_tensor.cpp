@@ -70,6 +70,15 @@ TypedTensor TypedTensor::encode(Dtype dtype, const ref::Tensor<double>& values) 
   return t;
 }
 
+TypedTensor TypedTensor::from_bytes(Dtype dtype, std::vector<std::int64_t> shape, const std::byte* bytes, std::size_t size) {
+  TypedTensor t = poisoned(dtype, std::move(shape));
+  if (size != t.size_bytes())
+    throw std::invalid_argument("TypedTensor::from_bytes: " + std::to_string(size) + " bytes for " +
+                                std::to_string(t.count_) + " elements of " + std::string(ref::dtype_name(dtype)));
+  std::memcpy(t.bytes_.data(), bytes, size);
+  return t;
+}
+
 void TypedTensor::require(bool dtype_matches, const char* accessor) const {
   if (!dtype_matches)
     throw std::invalid_argument(std::string("TypedTensor::") + accessor + ": tensor holds " +

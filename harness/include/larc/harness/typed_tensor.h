@@ -31,6 +31,8 @@ class TypedTensor {
   static TypedTensor poisoned(Dtype dtype, std::vector<std::int64_t> shape);
   // Each value rounded once to `dtype` (round to nearest, ties to even).
   static TypedTensor encode(Dtype dtype, const ref::Tensor<double>& values);
+  // Raw little-endian elements (e.g. read from a file); throws std::invalid_argument on a size mismatch.
+  static TypedTensor from_bytes(Dtype dtype, std::vector<std::int64_t> shape, const std::byte* bytes, std::size_t size);
 
   Dtype dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }

@@ -1,0 +1,170 @@
+#include "larc/harness/fixture.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace larc::harness {
+
+namespace fx = larc::fixtures;
+
+namespace {
+fx::DType file_dtype(Dtype d) {
+  switch (d) {
+    case Dtype::bf16: return fx::DType::BF16;
+    case Dtype::fp16: return fx::DType::F16;
+    case Dtype::fp32: return fx::DType::F32;
+    case Dtype::fp64: return fx::DType::F64;
+  }
+  return fx::DType::F64;
+}
+
+TypedTensor typed_of(const fx::TensorData& t) {
+  Dtype d = Dtype::fp64;
+  switch (t.dtype) {
+    case fx::DType::BF16: d = Dtype::bf16; break;
+    case fx::DType::F16: d = Dtype::fp16; break;
+    case fx::DType::F32: d = Dtype::fp32; break;
+    case fx::DType::F64: d = Dtype::fp64; break;
+    default: throw fx::FixtureError("not a float tensor");
+  }
+  return TypedTensor::from_bytes(d, t.shape, t.bytes.data(), t.bytes.size());
+}
+
+fx::TensorData file_tensor(const TypedTensor& t) {
+  fx::TensorData d;
+  d.dtype = file_dtype(t.dtype());
+  d.shape = t.shape();
+  d.bytes.assign(t.data(), t.data() + t.size_bytes());
+  return d;
+}
+
+fx::TensorData f64_tensor(std::vector<std::int64_t> shape, const std::vector<double>& values) {
+  return fx::TensorData::from_doubles(fx::DType::F64, std::move(shape), values);
+}
+
+ref::Tensor<double> values_of(const fx::TensorData& t, const std::string& name) {
+  ref::Tensor<double> r;
+  r.shape = t.shape;
+  r.data = t.to_doubles(name);
+  return r;
+}
+
+std::string meta(const fx::SafetensorsFile& f, const std::string& key) {
+  const auto it = f.metadata.find(key);
+  if (it == f.metadata.end())
+    throw fx::FixtureError(f.source + ": __metadata__ lacks \"" + key + "\" (a larc fixture has format " + kFixtureFormat + ")");
+  return it->second;
+}
+
+std::uint64_t parse_seed(const fx::SafetensorsFile& f) {
+  const std::string s = meta(f, "seed");
+  if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos)
+    throw fx::FixtureError(f.source + ": __metadata__ seed: expected a whole number, got '" + s + "'");
+  try {
+    return std::stoull(s);
+  } catch (const std::exception&) {
+    throw fx::FixtureError(f.source + ": __metadata__ seed: out of range: '" + s + "'");
+  }
+}
+}  // namespace
+
+std::string larc_version() { return LARC_VERSION; }
+
+void write_fixture(const std::filesystem::path& path, const PreparedCase& p, const std::map<std::string, std::string>& extra) {
+  const Mechanism& m = find_mechanism(p.spec.mechanism);
+  fx::SafetensorsFile f;
+  for (const TensorSpec& in : m.inputs) f.tensors.emplace(in.name, file_tensor(p.inputs.at(in.name)));
+  for (const TensorSpec& out : m.outputs) {
+    const ref::Tensor<double>& o = p.oracle.at(out.name);
+    f.tensors.emplace("oracle." + out.name, f64_tensor(o.shape, o.data));
+    const std::vector<double>& e = p.oracle_error.at(out.name);
+    f.tensors.emplace("oracle_error." + out.name, f64_tensor({static_cast<std::int64_t>(e.size())}, e));
+  }
+  nlohmann::json knobs(p.spec.knobs);
+  f.metadata = {{"format", kFixtureFormat},
+                {"mechanism", m.name},
+                {"dtype", std::string(ref::dtype_name(p.spec.dtype))},
+                {"shape", p.spec.shape.str()},
+                {"seed", std::to_string(p.spec.seed)},
+                {"knobs", knobs.dump()},
+                {"parameters", m.parameters.dump()},
+                {"oracle_precision", "dd_real (double-double, ~106 bits), serial form"},
+                {"oracle_error_method", p.oracle_method},
+                {"larc_version", larc_version()},
+                {"origin", p.spec.origin}};
+  for (const auto& [k, v] : extra) f.metadata[k] = v;
+  fx::write_safetensors(path, f);
+}
+
+PreparedCase read_fixture(const std::filesystem::path& path) {
+  const fx::SafetensorsFile f = fx::read_safetensors(path);
+  const std::string src = path.string();
+  if (meta(f, "format") != kFixtureFormat)
+    throw fx::FixtureError(src + ": __metadata__ format is '" + meta(f, "format") + "', expected '" + kFixtureFormat + "'");
+  PreparedCase p;
+  const Mechanism* m = nullptr;
+  try {
+    m = &find_mechanism(meta(f, "mechanism"));
+    p.spec.dtype = parse_dtype(meta(f, "dtype"));
+    p.spec.shape = Shape::parse(meta(f, "shape"));
+    p.spec.knobs = m->resolve_knobs(nlohmann::json::parse(meta(f, "knobs")).get<KnobValues>());
+  } catch (const fx::FixtureError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw fx::FixtureError(src + ": __metadata__: " + e.what());
+  }
+  p.spec.mechanism = m->name;
+  p.spec.seed = parse_seed(f);
+  p.spec.origin = src;
+  p.spec.subject.clear();
+  const fx::DType want = file_dtype(p.spec.dtype);
+  for (const TensorSpec& in : m->inputs) {
+    const fx::TensorData& t = fx::require_tensor(f, in.name, {want}, dims_of(in.dims, p.spec.shape));
+    fx::require_finite(t, in.name);
+    p.inputs.emplace(in.name, typed_of(t));
+  }
+  for (const TensorSpec& out : m->outputs) {
+    const std::string oname = "oracle." + out.name, ename = "oracle_error." + out.name;
+    const auto dims = dims_of(out.dims, p.spec.shape);
+    const fx::TensorData& o = fx::require_tensor(f, oname, {fx::DType::F64}, dims);
+    fx::require_finite(o, oname);
+    p.oracle.emplace(out.name, values_of(o, oname));
+    const int axis = m->time_axis(out.name);
+    const std::int64_t slices = axis < 0 ? 1 : dims[static_cast<std::size_t>(axis)];
+    const fx::TensorData& e = fx::require_tensor(f, ename, {fx::DType::F64}, {slices});
+    fx::require_finite(e, ename);
+    p.oracle_error.emplace(out.name, e.to_doubles(ename));
+    for (double x : p.oracle_error[out.name])
+      if (x < 0) throw fx::FixtureError(src + ": tensor '" + ename + "' holds a negative error bound");
+  }
+  p.oracle_method = meta(f, "oracle_error_method");
+  return p;
+}
+
+std::vector<std::filesystem::path> fixture_files(const std::vector<std::string>& paths) {
+  std::vector<std::filesystem::path> out;
+  for (const std::string& p : paths) {
+    const std::filesystem::path path(p);
+    if (std::filesystem::is_directory(path)) {
+      for (const auto& e : std::filesystem::recursive_directory_iterator(path))
+        if (e.is_regular_file() && e.path().extension() == ".safetensors") out.push_back(e.path());
+    } else if (std::filesystem::exists(path)) {
+      out.push_back(path);
+    } else {
+      throw fx::FixtureError(p + ": no such file or directory");
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TensorMap read_candidate(const std::filesystem::path& path) {
+  const fx::SafetensorsFile f = fx::read_safetensors(path);
+  TensorMap out;
+  for (const auto& [name, t] : f.tensors)
+    if (fx::dtype_is_float(t.dtype)) out.emplace(name, typed_of(t));
+  return out;
+}
+
+}  // namespace larc::harness

@@ -1,0 +1,125 @@
+#include "larc/harness/gate.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "larc/harness/fixture.h"
+#include "larc/harness/fuzz.h"
+
+namespace larc::harness {
+
+namespace {
+bool selected(const std::vector<std::string>& filter, const std::string& name) {
+  return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
+}
+
+// The subjects of `mechanism` that the filters select and that take `dtype` and `shape`.
+std::vector<const Subject*> subjects_for(const GateOptions& o, const std::string& mechanism, Dtype dtype, const Shape& shape) {
+  std::vector<const Subject*> out;
+  for (const Subject& s : subjects())
+    if (s.mechanism == mechanism && selected(o.subjects, s.name) && s.supports(dtype) && s.limits.accepts(shape) &&
+        (o.dtypes.empty() || std::find(o.dtypes.begin(), o.dtypes.end(), dtype) != o.dtypes.end()))
+      out.push_back(&s);
+  return out;
+}
+
+void check_names(const GateOptions& o) {
+  for (const std::string& m : o.mechanisms) find_mechanism(m);
+  for (const std::string& name : o.subjects) {
+    bool known = false;
+    std::string names;
+    for (const Subject& s : subjects()) {
+      known = known || s.name == name;
+      if (names.find(s.name) == std::string::npos) names += (names.empty() ? "" : ", ") + s.name;
+    }
+    if (!known) throw std::invalid_argument("--subject: unknown '" + name + "' (known: " + names + ")");
+  }
+  for (const auto& [knob, value] : o.knobs) {
+    bool any = false;
+    for (const Mechanism& m : mechanisms())
+      if (selected(o.mechanisms, m.name))
+        for (const Knob& k : m.knobs) any = any || k.name == knob;
+    if (!any) throw std::invalid_argument("--knob: no selected mechanism has a knob named '" + knob + "'");
+  }
+}
+}  // namespace
+
+std::vector<Shape> default_grid_shapes() { return {{1, 1, 1, 8, 8}, {1, 100, 2, 16, 8}, {2, 160, 2, 32, 32}}; }
+
+std::size_t GatePlan::cases() const {
+  std::size_t n = 0;
+  for (const GateGroup& g : groups) n += g.subjects.size();
+  return n;
+}
+
+GatePlan plan_gate(const GateOptions& o) {
+  check_names(o);
+  GatePlan plan;
+  if (o.grid) {
+    const std::vector<Shape> shapes = o.shapes.empty() ? default_grid_shapes() : o.shapes;
+    for (const Mechanism& m : mechanisms()) {
+      if (!selected(o.mechanisms, m.name)) continue;
+      KnobValues knobs;
+      for (const Knob& k : m.knobs)
+        if (o.knobs.count(k.name)) knobs[k.name] = o.knobs.at(k.name);
+      for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64}) {
+        for (const Shape& shape : shapes) {
+          GateGroup g;
+          g.spec.mechanism = m.name;
+          g.spec.dtype = d;
+          g.spec.shape = shape;
+          g.spec.seed = o.seed;
+          g.spec.knobs = m.resolve_knobs(knobs);
+          g.subjects = subjects_for(o, m.name, d, shape);
+          if (!g.subjects.empty()) plan.groups.push_back(std::move(g));
+        }
+      }
+    }
+  }
+  if (o.random > 0) {
+    CampaignConfig cfg;
+    cfg.seed = o.seed;
+    cfg.subjects = o.subjects;
+    cfg.mechanisms = o.mechanisms;
+    cfg.dtypes = o.dtypes;
+    const Campaign campaign(cfg);
+    for (std::uint64_t i = 0; i < o.random; ++i) {
+      GateGroup g;
+      g.spec = campaign.case_at(i);
+      g.subjects = {&find_subject(g.spec.subject, g.spec.mechanism)};
+      g.spec.subject.clear();
+      plan.groups.push_back(std::move(g));
+    }
+  }
+  for (const auto& path : fixture_files(o.fixtures)) {
+    auto prepared = std::make_shared<const PreparedCase>(read_fixture(path));
+    if (!selected(o.mechanisms, prepared->spec.mechanism)) continue;
+    GateGroup g;
+    g.spec = prepared->spec;
+    g.fixture = prepared;
+    g.subjects = subjects_for(o, g.spec.mechanism, g.spec.dtype, g.spec.shape);
+    if (!g.subjects.empty()) plan.groups.push_back(std::move(g));
+  }
+  if (plan.groups.empty())
+    throw std::invalid_argument("nothing to run: no registered subject matches the selection (--subject, --mechanism, --dtype, --shape)");
+  return plan;
+}
+
+std::vector<CaseResult> run_gate(const GatePlan& plan, const Shard& shard, const ToleranceConfig& config,
+                                 const std::function<void(std::size_t, std::size_t)>& progress) {
+  std::vector<CaseResult> results;
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < plan.groups.size(); ++i) {
+    if (!shard.holds(i)) continue;
+    const GateGroup& g = plan.groups[i];
+    const PreparedCase prepared = g.fixture ? *g.fixture : prepare_case(g.spec);
+    for (const Subject* s : g.subjects) {
+      results.push_back(run_subject(prepared, *s, config));
+      failed += results.back().pass ? 0 : 1;
+      if (progress) progress(results.size(), failed);
+    }
+  }
+  return results;
+}
+
+}  // namespace larc::harness

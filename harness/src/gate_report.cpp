@@ -1,0 +1,231 @@
+// The gate's reports (docs/gate.md, "Reports"): JSON, JUnit XML, Markdown and the terminal table.
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "larc/harness/gate.h"
+
+namespace larc::harness {
+
+namespace {
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+// JSON has no inf: an unbounded margin (an exact oracle) is written as null.
+nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+nlohmann::json judgement_json(const Judgement& j) {
+  return {{"output", j.output},
+          {"dtype", std::string(ref::dtype_name(j.dtype))},
+          {"pass", j.pass},
+          {"max_rel_err", j.max_rel_err},
+          {"baseline_rel_err", j.baseline_rel_err},
+          {"rel_rms", j.rel_rms},
+          {"baseline_rel_rms", j.baseline_rel_rms},
+          {"max_abs_err", j.max_abs_err},
+          {"baseline_max_abs_err", j.baseline_max_abs_err},
+          {"worst_ratio", j.worst_ratio},
+          {"worst_timestep", j.worst_timestep},
+          {"worst_coordinate", j.worst_coordinate},
+          {"max_ulps", j.max_ulps},
+          {"cosine", j.cosine},
+          {"whole_tensor_ratio", j.whole_tensor_ratio},
+          {"unwritten", j.unwritten},
+          {"non_finite", j.non_finite},
+          {"baseline_non_finite", j.baseline_non_finite},
+          {"timestep_violations", j.timestep_violations},
+          {"window_violations", j.window_violations},
+          {"oracle_margin", finite_or_null(j.oracle_margin)},
+          {"oracle_certified", j.oracle_certified}};
+}
+
+double worst_ratio(const CaseResult& r) {
+  double w = 0;
+  for (const Judgement& j : r.outputs) w = std::max(w, j.worst_ratio);
+  return w;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\n': o += "&#10;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string case_name(const CaseResult& r) {
+  std::string origin = r.spec.origin == "grid" || r.spec.origin == "random" ? r.spec.origin : "fixture " + r.spec.origin;
+  return std::string(ref::dtype_name(r.spec.dtype)) + " [" + r.spec.shape.str() + "] seed " + std::to_string(r.spec.seed) +
+         " (" + origin + ")";
+}
+}  // namespace
+
+nlohmann::json result_json(const CaseResult& r) {
+  nlohmann::json j = {{"kernel", r.spec.subject},
+                      {"mechanism", r.spec.mechanism},
+                      {"dtype", std::string(ref::dtype_name(r.spec.dtype))},
+                      {"shape", r.spec.shape.str()},
+                      {"seed", r.spec.seed},
+                      {"knobs", r.spec.knobs},
+                      {"origin", r.spec.origin},
+                      {"pass", r.pass},
+                      {"deterministic", r.deterministic},
+                      {"oracle_method", r.oracle_method},
+                      {"errors", r.errors},
+                      {"reproduce", r.spec.reproduce()},
+                      {"seconds", r.seconds},
+                      {"worst_ratio", worst_ratio(r)}};
+  if (const Judgement* o = r.main_output()) {
+    for (const char* key : {"max_rel_err", "baseline_rel_err", "rel_rms", "baseline_rel_rms", "max_abs_err",
+                            "worst_timestep", "worst_coordinate", "max_ulps", "cosine", "oracle_margin"})
+      j[key] = judgement_json(*o)[key];
+  }
+  nlohmann::json outs = nlohmann::json::array();
+  for (const Judgement& o : r.outputs) outs.push_back(judgement_json(o));
+  j["outputs"] = outs;
+  return j;
+}
+
+nlohmann::json gate_json(const std::vector<CaseResult>& results, const std::string& tree_hash, const Shard& shard) {
+  nlohmann::json rs = nlohmann::json::array();
+  for (const CaseResult& r : results) rs.push_back(result_json(r));
+  return {{"tree_hash", tree_hash}, {"shard", shard.str()}, {"results", rs}};
+}
+
+std::string gate_junit(const std::vector<CaseResult>& results, const std::string& suite_name) {
+  std::size_t failures = 0;
+  double seconds = 0;
+  for (const CaseResult& r : results) failures += r.pass ? 0 : 1, seconds += r.seconds;
+  std::ostringstream x;
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"" << results.size() << "\" failures=\""
+    << failures << "\" time=\"" << seconds << "\">\n  <testsuite name=\"" << xml_escape(suite_name) << "\" tests=\""
+    << results.size() << "\" failures=\"" << failures << "\" errors=\"0\" time=\"" << seconds << "\">\n";
+  for (const CaseResult& r : results) {
+    x << "    <testcase classname=\"" << xml_escape("gate." + r.spec.mechanism + "." + r.spec.subject) << "\" name=\""
+      << xml_escape(case_name(r)) << "\" time=\"" << r.seconds << "\">\n      <properties>\n";
+    auto prop = [&](const std::string& k, const std::string& v) {
+      x << "        <property name=\"" << k << "\" value=\"" << xml_escape(v) << "\"/>\n";
+    };
+    prop("seed", std::to_string(r.spec.seed));
+    prop("reproduce", r.spec.reproduce());
+    prop("verdict", r.pass ? "pass" : "fail");
+    prop("errors", joined(r.errors, "\n"));
+    if (const Judgement* o = r.main_output()) {
+      prop("max_rel_err", sci(o->max_rel_err));
+      prop("baseline_rel_err", sci(o->baseline_rel_err));
+      prop("worst_timestep", std::to_string(o->worst_timestep));
+    }
+    prop("worst_ratio", sci(worst_ratio(r)));
+    prop("oracle_method", r.oracle_method);
+    x << "      </properties>\n";
+    if (!r.pass)
+      x << "      <failure message=\"" << xml_escape(r.errors.empty() ? "failed" : r.errors.front()) << "\">"
+        << xml_escape(joined(r.errors, "\n") + "\nreproduce: " + r.spec.reproduce()) << "</failure>\n";
+    x << "    </testcase>\n";
+  }
+  x << "  </testsuite>\n</testsuites>\n";
+  return x.str();
+}
+
+std::string gate_markdown(const std::vector<CaseResult>& results, const std::string& tree_hash) {
+  std::size_t failures = 0;
+  for (const CaseResult& r : results) failures += r.pass ? 0 : 1;
+  std::ostringstream m;
+  m << "# larc gate\n\nSource tree (reference/ + gpu/): `" << tree_hash << "`. " << results.size() << " cases, "
+    << failures << " failed. Tolerance: per timestep and per trailing window of 64, error ≤ 2 × the same-precision "
+    << "baseline's + the dtype's rounding of the oracle (docs/gate.md).\n\n"
+    << "| kernel | mechanism | dtype | shape | seed | origin | verdict | max rel err | baseline rel err | worst t | error/tolerance |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const CaseResult& r : results) {
+    const Judgement* o = r.main_output();
+    m << "| " << r.spec.subject << " | " << r.spec.mechanism << " | " << ref::dtype_name(r.spec.dtype) << " | "
+      << r.spec.shape.str() << " | " << r.spec.seed << " | " << r.spec.origin << " | " << (r.pass ? "pass" : "**FAIL**")
+      << " | " << (o ? sci(o->max_rel_err) : "-") << " | " << (o ? sci(o->baseline_rel_err) : "-") << " | "
+      << (o ? std::to_string(o->worst_timestep) : "-") << " | " << sci(worst_ratio(r)) << " |\n";
+  }
+  if (failures) {
+    m << "\n## Failures\n";
+    for (const CaseResult& r : results) {
+      if (r.pass) continue;
+      m << "\n### " << r.spec.subject << " / " << r.spec.mechanism << " / " << case_name(r) << "\n\n```\n"
+        << r.spec.reproduce() << "\n```\n\n";
+      for (const std::string& e : r.errors) m << "- " << e << "\n";
+    }
+  }
+  return m.str();
+}
+
+std::string gate_table(const std::vector<CaseResult>& results) {
+  struct Row {
+    std::size_t cases = 0, failed = 0;
+    double worst = 0, max_rel = 0, base_rel = 0;
+  };
+  std::map<std::string, Row> rows;
+  for (const CaseResult& r : results) {
+    Row& row = rows[r.spec.subject + "  " + r.spec.mechanism + "  " + std::string(ref::dtype_name(r.spec.dtype))];
+    ++row.cases;
+    row.failed += r.pass ? 0 : 1;
+    row.worst = std::max(row.worst, worst_ratio(r));
+    if (const Judgement* o = r.main_output()) {
+      row.max_rel = std::max(row.max_rel, o->max_rel_err);
+      row.base_rel = std::max(row.base_rel, o->baseline_rel_err);
+    }
+  }
+  std::ostringstream t;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-38s %6s %6s %12s %12s %12s\n", "kernel  mechanism  dtype", "cases", "failed",
+                "error/tol", "max_rel_err", "baseline");
+  t << line;
+  for (const auto& [key, row] : rows) {
+    std::snprintf(line, sizeof line, "%-38s %6zu %6zu %12.3g %12.3g %12.3g\n", key.c_str(), row.cases, row.failed,
+                  row.worst, row.max_rel, row.base_rel);
+    t << line;
+  }
+  std::size_t failed = 0;
+  for (const CaseResult& r : results) {
+    if (r.pass) continue;
+    ++failed;
+    t << "\nFAIL " << r.spec.subject << " / " << r.spec.mechanism << " / " << case_name(r) << "\n";
+    for (const std::string& e : r.errors) t << "  " << e << "\n";
+    t << "  reproduce: " << r.spec.reproduce() << "\n";
+  }
+  t << "\n" << results.size() << " cases, " << failed << " failed\n";
+  return t.str();
+}
+
+std::string source_tree_hash() {
+  const std::string dir = LARC_SOURCE_DIR;
+  auto run = [](const std::string& cmd) -> std::string {
+    std::FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return {};
+    std::string out;
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    return pclose(p) == 0 ? out : std::string();
+  };
+  const std::string git = "git -C '" + dir + "' ";
+  std::string hash = run(git + "ls-tree HEAD reference gpu 2>/dev/null | " + git + "hash-object --stdin 2>/dev/null");
+  while (!hash.empty() && (hash.back() == '\n' || hash.back() == ' ')) hash.pop_back();
+  if (hash.size() != 40) return "unknown";
+  if (!run(git + "status --porcelain -- reference gpu 2>/dev/null").empty()) hash += "-dirty";
+  return hash;
+}
+
+}  // namespace larc::harness
