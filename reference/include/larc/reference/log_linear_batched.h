@@ -1,0 +1,80 @@
+// Batched log-linear attention with the conventions of flash-linear-attention's
+// `chunk_log_linear_attn(q, k, v, g, level_scales)` (fla/ops/log_linear_attn/chunk.py, naive.py), so
+// that larc fixtures can be fed to FLA unchanged:
+//
+//   q, k          [B, T, G, K]  G = 1: one query/key head shared by all H heads (FLA's chunk kernel
+//                               requires it: "Group dimension must be 1"); G = H is also accepted
+//                               (FLA's naive form broadcasts either way)
+//   v             [B, T, H, V]
+//   g             [B, T, H]     log-decays (≤ 0); the decay is a_t = e^{g_t}, H(t, s) ∝ exp(Σ_{r=s+1..t} g_r)
+//   level_scales  [B, T, H, L]  level_scales[b, t, h, ℓ] = λ_t^{(ℓ)}, L ≥ ⌈log2 T⌉ + 1
+//   returns o     [B, T, H, V]
+//
+// Level indices: FLA's ℓ is SPEC §4's ℓ, no shift. naive.py's construct_level_mask(0) is the diagonal
+// (s = t) and, for ℓ ≥ 1, selects s with t mod 2^ℓ ≥ 2^{ℓ−1} and t_ℓ − 2^{ℓ−1} ≤ s < t_ℓ,
+// t_ℓ = t − (t mod 2^{ℓ−1}): exactly fenwick::buckets(t), i.e. ℓ = bit_width(t xor s). chunk.py (chunk
+// size 64) reads intra-chunk levels 0..6 through the same masks and keeps inter-chunk state kv_j for
+// bit j of the chunk index, read at level_scales[..., 7 + j] = chunk level (j + 1) + log2 64.
+// Where FLA is lax, larc refuses: naive.py fails with an index error when L < ⌈log2 T⌉ + 1 and chunk.py
+// reads inter-chunk levels ≥ L as 0 (and intra-chunk levels up to 6 without a bound check), so L below
+// level_count(T) throws here, naming level_scales; levels beyond it are ignored, as in FLA.
+// Scale: FLA applies none (o = (H ⊙ Q K^T) V), so the default scale is 1, not d_k^{-1/2}.
+// FLA's chunk kernel also needs K a multiple of 64 and V a power of two; larc takes any K, V ≥ 1.
+// Not mirrored: FLA's initial/final LogLinearAttentionState (level states plus the inputs of the last
+// partial chunk) and cu_seqlens.
+// Extension: passing beta [B, T, H] runs the GDN variant (FLA has no GDN log-linear kernel).
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "larc/reference/delta_rule.h"
+#include "larc/reference/fenwick.h"
+#include "larc/reference/log_linear.h"
+#include "larc/reference/tensor.h"
+
+namespace larc::ref::log_linear {
+
+template <class S>
+Tensor<S> log_linear_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& g,
+                             const Tensor<S>& level_scales, const std::optional<Tensor<std::type_identity_t<S>>>& beta = {},
+                             std::type_identity_t<S> scale = S(1), Form form = Form::chunked, Eigen::Index chunk = 64) {
+  require_shape(q, "q", {-1, -1, -1, -1});
+  const std::int64_t B = q.dim(0), T = q.dim(1), G = q.dim(2), K = q.dim(3);
+  require_shape(k, "k", {B, T, G, K});
+  require_shape(v, "v", {B, T, -1, -1});
+  const std::int64_t H = v.dim(2), V = v.dim(3);
+  if (K < 1) throw std::invalid_argument("q: head dimension K must be >= 1, got " + std::to_string(K));
+  if (V < 1) throw std::invalid_argument("v: head dimension V must be >= 1, got " + std::to_string(V));
+  if (G != 1 && G != H)
+    throw std::invalid_argument("q: dimension 2 (query/key heads) must be 1, shared by all heads as FLA's "
+                                "chunk_log_linear_attn requires, or H = " + std::to_string(H) + " (v's heads), got " +
+                                std::to_string(G));
+  require_shape(g, "g", {B, T, H});
+  require_shape(level_scales, "level_scales", {B, T, H, -1});
+  if (T > 0 && level_scales.dim(3) < fenwick::level_count(static_cast<std::uint64_t>(T)))
+    throw std::invalid_argument("level_scales: the last dimension L must be >= ceil(log2 T) + 1 = " +
+                                std::to_string(fenwick::level_count(static_cast<std::uint64_t>(T))) + " for T = " +
+                                std::to_string(T) + ", got " + std::to_string(level_scales.dim(3)));
+  if (beta) require_shape(*beta, "beta", {B, T, H});
+
+  Tensor<S> o({B, T, H, V});
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::int64_t qk_head = G == 1 ? 0 : h;
+      Problem<S> p{beta ? Variant::gdn : Variant::mamba2,
+                   head_rows(q, b, qk_head),
+                   head_rows(k, b, qk_head),
+                   head_rows(v, b, h),
+                   delta_rule::decays_from_log(head_gate(g, b, h)),
+                   beta ? head_gate(*beta, b, h) : Vec<S>(),
+                   head_rows(level_scales, b, h),
+                   scale};
+      set_head_rows(o, b, h, run(p, form, chunk));
+    }
+  }
+  return o;
+}
+
+}  // namespace larc::ref::log_linear
