@@ -130,6 +130,9 @@ const std::vector<Mechanism>& mechanisms() {
     std::vector<Mechanism> out;
     detail::register_delta_rule_mechanisms(out);
     detail::register_linear_attention_mechanisms(out);
+    detail::register_gla_mechanisms(out);
+    detail::register_vla_mechanisms(out);
+    detail::register_hla_mechanisms(out);
     return out;
   }();
   return all;

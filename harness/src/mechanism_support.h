@@ -67,5 +67,8 @@ ValueMap at_precision(Precision p, Fn&& fn) {
 // Registration functions, one per reference family; mechanisms() calls each once.
 void register_delta_rule_mechanisms(std::vector<Mechanism>& out);
 void register_linear_attention_mechanisms(std::vector<Mechanism>& out);
+void register_gla_mechanisms(std::vector<Mechanism>& out);
+void register_vla_mechanisms(std::vector<Mechanism>& out);
+void register_hla_mechanisms(std::vector<Mechanism>& out);
 
 }  // namespace larc::harness::detail

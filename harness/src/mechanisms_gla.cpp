@@ -1,0 +1,42 @@
+// Gated linear attention (reference/gla.h) as a gate mechanism, FLA's chunk_gla conventions:
+// q, k [B,T,H,K], v [B,T,H,V], gk [B,T,H,K] per-channel log-decays (≤ 0), scale K^{-1/2}, zero initial
+// state; outputs o [B,T,H,V] and the final state [B,H,K,V] in float32.
+#include "larc/reference/gla.h"
+#include "mechanism_support.h"
+
+namespace larc::harness::detail {
+
+void register_gla_mechanisms(std::vector<Mechanism>& out) {
+  Mechanism m;
+  m.name = "gla";
+  m.description = "gated linear attention (FLA chunk_gla): S ← Diag(e^{gk}) S + k v^T; o = scale · S^T q";
+  m.inputs = {{"q", "BTHK", "queries"},
+              {"k", "BTHK", "keys"},
+              {"v", "BTHV", "values"},
+              {"gk", "BTHK", "per-channel log-decays ≤ 0"}};
+  m.outputs = {{"o", "BTHV", "outputs", false}, {"final_state", "BHKV", "state after the last token", true}};
+  m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
+             {"key_norm", 0.1, 10, 1, true, "‖k_t‖"},
+             {"decay_max", 1e-3, 20, 1, true, "log-decays gk ~ U(−decay_max, 0)"}};
+  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "zero"}, {"fla_function", "chunk_gla"}};
+  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
+  m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    CaseRng rng(seed);
+    ValueMap in;
+    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
+    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
+    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    in["gk"] = uniform_tensor(rng, {s.B, s.T, s.H, s.K}, -kn.at("decay_max"), 0.0);
+    return in;
+  };
+  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() {
+      const auto r = ref::gla::gla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                              cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("gk")), {}, {}, form, chunk);
+      return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
+    });
+  };
+  out.push_back(std::move(m));
+}
+
+}  // namespace larc::harness::detail
