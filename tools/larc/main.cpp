@@ -5,13 +5,19 @@
 
 #include "claims_command.h"
 #include "fixtures_show_command.h"
+#include "diff_command.h"
+#include "fixtures_gen_command.h"
+#include "gate_command.h"
+#include "fuzz_command.h"
+#include "merge_command.h"
 
 namespace {
 // `larc fixtures <verb>`: one parent command; each verb adds its runner to `verbs`.
 std::function<int()> add_fixtures_command(CLI::App& app) {
   CLI::App* fixtures = app.add_subcommand("fixtures", "Inspect (show) and generate (gen) safetensors fixtures");
   fixtures->require_subcommand(1);
-  std::vector<std::function<int()>> verbs{larc::cli::add_fixtures_show_command(*fixtures)};
+  std::vector<std::function<int()>> verbs{larc::cli::add_fixtures_show_command(*fixtures),
+                                          larc::cli::add_fixtures_gen_command(*fixtures)};
   return [verbs] {
     for (const auto& run : verbs)
       if (int rc = run(); rc >= 0) return rc;
@@ -25,6 +31,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto claims = larc::cli::add_claims_command(app);
   auto fixtures = add_fixtures_command(app);
+  auto gate = larc::cli::add_gate_command(app);
+  auto diff = larc::cli::add_diff_command(app);
+  auto fuzz = larc::cli::add_fuzz_command(app);
+  auto merge = larc::cli::add_merge_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -36,7 +46,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    for (auto& run : {claims, fixtures})
+    for (auto& run : {claims, fixtures, gate, diff, fuzz, merge})
       if (int rc = run(); rc >= 0) return rc;
   } catch (const std::invalid_argument& e) {
     std::cerr << "larc: " << e.what() << "\n";
