@@ -87,6 +87,10 @@ TEST(SafetensorsFormat, HeaderEntriesInAnyOrderAndNoPadding) {
   EXPECT_EQ(f.tensors.at("z").to_doubles(), (std::vector<double>{7.0, 9.0}));
 }
 
+TEST(SafetensorsFormat, NullMetadataIsNoMetadata) {
+  EXPECT_TRUE(larc::fixtures::parse_safetensors(file_with_header(R"({"__metadata__":null})", {}), "x").metadata.empty());
+}
+
 TEST(SafetensorsFormat, EmptyTensorsAndAnEmptyFile) {
   SafetensorsFile f;
   f.tensors["empty"] = TensorData{DType::F32, {0, 3}, {}};

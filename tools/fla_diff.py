@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Runs flash-linear-attention's kernels on larc fixtures and writes their outputs for `larc diff`.
+
+For every larc fixture given (files or folders of *.safetensors) whose mechanism FLA implements
+(chunk_gated_delta_rule for "gdn", chunk_log_linear_attn for log-linear attention), this loads the
+fixture's inputs with `safetensors` (PyTorch) onto CUDA in the fixture's dtype, runs the FLA function
+twice (the two results must be bitwise equal), and writes a candidate file OUT/<fixture>.<function>
+.safetensors holding "o" (FLA's output dtype) and, where FLA returns one, "final_state" (float32),
+with metadata naming the FLA, torch and Triton versions and the GPU. With --larc it then runs
+`larc diff FIXTURE CANDIDATE` on each pair and writes a Markdown summary (--report).
+
+Fixture layout (harness/include/larc/harness/fixture.h): inputs under the mechanism's input names in
+FLA's layout (q, k [B,T,H,K]; v [B,T,H,V]; g log-decays [B,T,H]; beta [B,T,H]; log-linear:
+level_scales [B,T,H,L], q and k [B,T,G,K] with G dividing H), oracle outputs "oracle.NAME" (ignored
+here), metadata mechanism / dtype / shape / parameters (JSON; "scale" as a number or "K^-1/2";
+"fla_function" when the mechanism names its FLA counterpart).
+
+Needs torch with CUDA, fla-core and einops (pip install --no-deps the wheels in .wheels/) and
+safetensors. Exit codes as larc's: 0 every diff passed (or no --larc), 1 a diff found a violation,
+2 an error (a bad fixture, FLA failed, larc diff exit 2). The last line printed is the summary.
+"""
+import argparse
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# FLA's function for each larc mechanism, where the fixture's parameters do not name one.
+FLA_FUNCTION_OF_MECHANISM = {
+    "gdn": "chunk_gated_delta_rule",
+    "log-linear": "chunk_log_linear_attn",
+    "log-linear-mamba2": "chunk_log_linear_attn",
+    "loglinear": "chunk_log_linear_attn",
+}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("fixtures", nargs="+", help="larc fixture files or folders of *.safetensors")
+    p.add_argument("--out", default="fla_candidates", help="folder for the candidate files (default: fla_candidates)")
+    p.add_argument("--larc", help="path to the larc program: run `larc diff` on every pair")
+    p.add_argument("--larc-diff-arg", action="append", default=[], help="extra argument for `larc diff` (repeatable)")
+    p.add_argument("--report", help="write a Markdown summary here (with --larc)")
+    p.add_argument("--triton-f32", choices=["ieee", "tf32", "tf32x3"],
+                   help="set TRITON_F32_DEFAULT (fp32 dot precision) before FLA loads; unset: Triton's default")
+    return p.parse_args()
+
+
+def fixture_files(paths):
+    files = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files += sorted(p.rglob("*.safetensors"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise SystemExit(f"fla_diff: {p}: no such file or directory")
+    return files
+
+
+def scale_of(parameters, K):
+    """The fixture's scale: a number, "K^-1/2", or None when the fixture does not say."""
+    s = parameters.get("scale")
+    if s is None:
+        return None
+    if isinstance(s, (int, float)):
+        return float(s)
+    if s == "K^-1/2":
+        return K ** -0.5
+    raise ValueError(f"parameters.scale: cannot read {s!r} (expected a number or \"K^-1/2\")")
+
+
+def run_gated_delta_rule(fla_ops, t, scale):
+    o, final_state = fla_ops["chunk_gated_delta_rule"](
+        t["q"], t["k"], t["v"], t["g"], t["beta"], scale=scale, output_final_state=True)
+    return {"o": o, "final_state": final_state}
+
+
+def run_log_linear(fla_ops, t, scale):
+    fn = fla_ops["chunk_log_linear_attn"]
+    kwargs = {}
+    if "scale" in inspect.signature(fn).parameters:
+        kwargs["scale"] = 1.0 if scale is None else scale
+    elif scale not in (None, 1.0):
+        raise ValueError(f"this FLA's chunk_log_linear_attn takes no scale; the fixture needs scale {scale}")
+    o, _ = fn(t["q"], t["k"], t["v"], t["g"], t["level_scales"], **kwargs)
+    return {"o": o}  # FLA's final state is a LogLinearAttentionState (per-level), not one [B,H,K,V] tensor
+
+
+RUNNERS = {"chunk_gated_delta_rule": run_gated_delta_rule, "chunk_log_linear_attn": run_log_linear}
+
+
+def bitwise_equal(a, b):
+    import torch
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    return torch.equal(a.contiguous().view(ints), b.contiguous().view(ints))
+
+
+def make_candidate(path, out_dir, fla_ops, versions):
+    """Runs FLA on one fixture; returns (candidate path or None, note)."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata() or {}
+    mechanism = metadata.get("mechanism")
+    if mechanism is None:
+        raise ValueError("__metadata__ has no \"mechanism\" (not a larc fixture)")
+    parameters = json.loads(metadata.get("parameters", "{}"))
+    function = parameters.get("fla_function") or FLA_FUNCTION_OF_MECHANISM.get(mechanism)
+    if function not in RUNNERS:
+        return None, f"skipped: no FLA counterpart run here for mechanism {mechanism!r}"
+    if metadata.get("dtype") == "fp64":
+        return None, "skipped: FLA's Triton kernels take no float64"
+    inputs = {name: t for name, t in load_file(str(path), device="cuda").items() if not name.startswith("oracle")}
+    scale = scale_of(parameters, inputs["q"].shape[-1])
+    results = [RUNNERS[function](fla_ops, inputs, scale) for _ in range(2)]
+    torch.cuda.synchronize()
+    deterministic = all(bitwise_equal(results[0][n], results[1][n]) for n in results[0])
+    tensors = {n: t.detach().contiguous().cpu() for n, t in results[0].items()}
+    candidate = out_dir / f"{path.stem}.{function}.safetensors"
+    save_file(tensors, str(candidate), metadata={
+        "fixture": path.name, "mechanism": mechanism, "fla_function": function,
+        "scale": "FLA default" if scale is None else repr(scale), "deterministic": "yes" if deterministic else "no",
+        **versions})
+    shapes = ", ".join(f"{n} {str(t.dtype).removeprefix('torch.')} {list(t.shape)}" for n, t in tensors.items())
+    return candidate, f"{function}: {shapes}; two runs bitwise {'equal' if deterministic else 'DIFFERENT'}"
+
+
+def larc_diff(larc, fixture, candidate, extra):
+    run = subprocess.run([larc, "diff", str(fixture), str(candidate), *extra], capture_output=True, text=True)
+    return run.returncode, (run.stdout + run.stderr).strip()
+
+
+def main():
+    args = parse_args()
+    if args.triton_f32:
+        os.environ["TRITON_F32_DEFAULT"] = args.triton_f32
+    try:
+        import torch
+        import triton
+        import fla
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+        from fla.ops.log_linear_attn import chunk_log_linear_attn
+    except ImportError as e:
+        print(f"FAIL: {e} (needs torch with CUDA, triton, fla-core, einops, safetensors: "
+              "python3 -m pip install --no-deps .wheels/*.whl)")
+        return 2
+
+    if not torch.cuda.is_available():
+        print("FAIL: no CUDA device (FLA's kernels are Triton kernels)")
+        return 2
+    fla_ops = {"chunk_gated_delta_rule": chunk_gated_delta_rule, "chunk_log_linear_attn": chunk_log_linear_attn}
+    versions = {"fla_version": getattr(fla, "__version__", "?"), "torch_version": torch.__version__,
+                "triton_version": triton.__version__, "device": torch.cuda.get_device_name(),
+                "triton_f32_default": os.environ.get("TRITON_F32_DEFAULT", "unset")}
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    rows, worst = [], 0
+    for path in fixture_files(args.fixtures):
+        row = {"fixture": str(path), "note": "", "rc": None, "larc": ""}
+        try:
+            candidate, row["note"] = make_candidate(path, out_dir, fla_ops, versions)
+        except Exception as e:  # a failing fixture or FLA call is reported, the others still run
+            candidate, row["note"], worst = None, f"error: {type(e).__name__}: {e}", 2
+        if candidate is not None and args.larc:
+            row["rc"], row["larc"] = larc_diff(args.larc, path, candidate, args.larc_diff_arg)
+            worst = max(worst, row["rc"] if row["rc"] in (0, 1) else 2)
+        rows.append(row)
+        verdict = {None: "", 0: " -> larc diff: pass", 1: " -> larc diff: VIOLATION"}.get(row["rc"], f" -> larc diff: exit {row['rc']}")
+        print(f"{path}: {row['note']}{verdict}", flush=True)
+
+    if args.report:
+        write_report(args.report, rows, versions, " ".join(sys.argv))
+    ran = [r for r in rows if r["note"].startswith("chunk_")]
+    counts = {k: sum(r["rc"] == k for r in ran) for k in (0, 1)}
+    errors = sum(r["note"].startswith("error") for r in rows) + sum(r["rc"] not in (None, 0, 1) for r in ran)
+    summary = (f"{len(rows)} fixtures, FLA ran on {len(ran)}"
+               + (f", larc diff: {counts[0]} pass, {counts[1]} violations" if args.larc else ", larc diff not run (no --larc)")
+               + f", {errors} errors; candidates in {out_dir}")
+    print(("PASS: " if worst == 0 else "FAIL: ") + summary)
+    return worst
+
+
+def write_report(path, rows, versions, command):
+    lines = ["# flash-linear-attention vs larc fixtures", "",
+             "Made by `" + command + "`.", "",
+             ", ".join(f"{k} {v}" for k, v in versions.items()), "",
+             "| fixture | FLA run | larc diff |", "|---|---|---|"]
+    for r in rows:
+        verdict = {None: "-", 0: "pass", 1: "**violation**"}.get(r["rc"], f"exit {r['rc']}")
+        lines.append(f"| {Path(r['fixture']).name} | {r['note']} | {verdict} |")
+    lines.append("")
+    for r in rows:
+        if r["larc"]:
+            lines += [f"## {Path(r['fixture']).name}", "", "```", r["larc"], "```", ""]
+    Path(path).write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
