@@ -118,7 +118,10 @@ def make_candidate(path, out_dir, fla_ops, versions):
     if metadata.get("dtype") == "fp64":
         return None, "skipped: FLA's Triton kernels take no float64"
     inputs = {name: t for name, t in load_file(str(path), device="cuda").items() if not name.startswith("oracle")}
-    scale = scale_of(parameters, inputs["q"].shape[-1])
+    K, V = inputs["q"].shape[-1], inputs["v"].shape[-1]
+    if function == "chunk_log_linear_attn" and (K % 64 != 0 or V & (V - 1) != 0):
+        return None, f"skipped: chunk_log_linear_attn takes K a multiple of 64 and V a power of two (K={K}, V={V})"
+    scale = scale_of(parameters, K)
     results = [RUNNERS[function](fla_ops, inputs, scale) for _ in range(2)]
     torch.cuda.synchronize()
     deterministic = all(bitwise_equal(results[0][n], results[1][n]) for n in results[0])
