@@ -136,7 +136,8 @@ def make_candidate(path, out_dir, fla_ops, versions):
 
 
 def larc_diff(larc, fixture, candidate, extra):
-    run = subprocess.run([larc, "diff", str(fixture), str(candidate), *extra], capture_output=True, text=True)
+    kernel = "fla." + candidate.name.split(".")[-2]  # <fixture>.<function>.safetensors
+    run = subprocess.run([larc, "diff", str(fixture), str(candidate), "--kernel", kernel, *extra], capture_output=True, text=True)
     return run.returncode, (run.stdout + run.stderr).strip()
 
 
