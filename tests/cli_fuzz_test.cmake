@@ -102,7 +102,7 @@ expect_message(2 "shard 0/2 given twice" merge ${OUT}/a.json ${OUT}/a.json --jso
 expect_message(2 "shards missing: 1/2" merge ${OUT}/a.json --json ${OUT}/x.json)
 expect_message(2 "a.json: shard 0/2 of 2 shards, .*whole.json is one of 1" merge ${OUT}/whole.json ${OUT}/a.json
                --json ${OUT}/x.json)
-larc_exit(other_rc fuzz --cases 2 --seed 8 --max-shape 2,80,2,16,16 --corpus ${OUT}/corpus --shard 1/2 --json ${OUT}/other.json)
+larc_exit(other_rc fuzz --cases 10 --seed 8 --max-shape 2,80,2,16,16 --corpus ${OUT}/corpus --shard 1/2 --json ${OUT}/other.json)
 expect_message(2 "other.json: a different campaign from .*a.json: seed \\(7 vs 8\\)" merge ${OUT}/a.json
                ${OUT}/other.json --json ${OUT}/x.json)
 file(WRITE ${OUT}/garbage.json "not json")
