@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "larc/reference/fenwick.h"
 #include "mechanism_support.h"
 
 namespace larc::harness {
@@ -44,6 +45,7 @@ std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s) {
       case 'K': d.push_back(s.K); break;
       case 'V': d.push_back(s.V); break;
       case '1': d.push_back(1); break;
+      case 'L': d.push_back(ref::fenwick::level_count(static_cast<std::uint64_t>(s.T))); break;
       default: throw std::invalid_argument(std::string("dims_of: unknown dimension letter '") + c + "'");
     }
   }
@@ -122,7 +124,12 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
                                     std::to_string(i));
   }
   auto get = [&](char c) { return size.count(c) ? size[c] : 1; };
-  return {get('B'), get('T'), get('H'), get('K'), get('V')};
+  const Shape s{get('B'), get('T'), get('H'), get('K'), get('V')};
+  if (size.count('L') && size['L'] != dims_of("L", s)[0])
+    throw std::invalid_argument(name + ": the level dimension L must be ceil(log2 T) + 1 = " +
+                                std::to_string(dims_of("L", s)[0]) + " for T = " + std::to_string(s.T) + ", got " +
+                                std::to_string(size['L']));
+  return s;
 }
 
 const std::vector<Mechanism>& mechanisms() {
@@ -133,6 +140,7 @@ const std::vector<Mechanism>& mechanisms() {
     detail::register_gla_mechanisms(out);
     detail::register_vla_mechanisms(out);
     detail::register_hla_mechanisms(out);
+    detail::register_log_linear_mechanisms(out);
     return out;
   }();
   return all;

@@ -70,5 +70,6 @@ void register_linear_attention_mechanisms(std::vector<Mechanism>& out);
 void register_gla_mechanisms(std::vector<Mechanism>& out);
 void register_vla_mechanisms(std::vector<Mechanism>& out);
 void register_hla_mechanisms(std::vector<Mechanism>& out);
+void register_log_linear_mechanisms(std::vector<Mechanism>& out);
 
 }  // namespace larc::harness::detail

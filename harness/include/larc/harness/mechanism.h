@@ -26,7 +26,8 @@ struct Shape {
   bool operator==(const Shape&) const = default;
 };
 
-// A tensor's dims as letters: B, T, H, K, V, or 1 (a dimension of size one), e.g. "BTHK", "BHKV".
+// A tensor's dims as letters: B, T, H, K, V, 1 (a dimension of size one) or L (the log-linear level
+// count ⌈log2 T⌉ + 1), e.g. "BTHK", "BHKV", "BT1K", "BTHL".
 std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s);
 
 struct TensorSpec {
