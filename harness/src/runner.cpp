@@ -19,12 +19,6 @@ std::string knob_value(double v) {
 
 Dtype output_dtype(const TensorSpec& spec, Dtype case_dtype) { return spec.fp32_output ? Dtype::fp32 : case_dtype; }
 
-TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype) {
-  TensorMap out;
-  for (const TensorSpec& o : m.outputs) out.emplace(o.name, TypedTensor::poisoned(output_dtype(o, dtype), dims_of(o.dims, s)));
-  return out;
-}
-
 // Per output, per slice: ‖|oracle − other| + u₆₄·|oracle|‖₂, where `other` is the reference at a
 // second precision and u₆₄·|oracle| bounds the rounding of the dd oracle to the float64 it is kept in.
 std::map<std::string, std::vector<double>> estimate_against(const Mechanism& m, const ValueMap& inputs,
@@ -93,6 +87,12 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
   r.pass = all_pass && r.errors.empty();
 }
 }  // namespace
+
+TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype) {
+  TensorMap out;
+  for (const TensorSpec& o : m.outputs) out.emplace(o.name, TypedTensor::poisoned(output_dtype(o, dtype), dims_of(o.dims, s)));
+  return out;
+}
 
 std::string CaseSpec::reproduce() const {
   std::string cmd = "larc gate --subject " + subject + " --mechanism " + mechanism + " --dtype " +

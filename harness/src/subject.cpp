@@ -4,6 +4,9 @@
 #include <stdexcept>
 
 #include "reference_subjects.h"
+#ifdef LARC_HAVE_CUDA
+#include "gpu_subjects.h"
+#endif
 
 namespace larc::harness {
 
@@ -23,6 +26,9 @@ std::vector<Subject>& registry() {
   static std::vector<Subject> all = [] {
     std::vector<Subject> out;
     detail::register_reference_subjects(out);
+#ifdef LARC_HAVE_CUDA
+    detail::register_gpu_subjects(out);
+#endif
     return out;
   }();
   return all;

@@ -1,9 +1,22 @@
 // The plain C++ face of gpu/ (DESIGN.md "Layering rules"): host programs built by g++ call the CUDA
 // code only through this header. It includes no CUDA, Eigen, Boost or reference/ header; kernels
 // take raw pointers, shapes, strides and dtypes.
+//
+// Every kernel is an entry of the kernel registry (`kernels()`): its name, the mechanism it computes
+// (a name of harness/mechanism.h's registry: "gdn", "kla", "vla", ...), the dtypes it takes, its
+// limits and a launcher. The launcher validates every tensor before launching (shapes agree, dtypes,
+// strides, alignment, sizes, grid limits) and returns a Status naming the field and what was
+// expected instead of launching; it never aborts. The gate, fuzzer, tests and benchmarks iterate the
+// registry, so a kernel is checked everywhere by adding one entry (gpu/src/registry.cu).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace larc::gpu {
 
@@ -20,5 +33,98 @@ struct DeviceInfo {
 
 // Never throws on CUDA errors and never aborts: they become present = false with the error string.
 DeviceInfo query_devices();
+
+enum class DType : std::uint8_t { bf16, fp16, fp32, i32, i64 };
+std::string_view dtype_name(DType d);  // "bf16", "fp16", "fp32", "int32", "int64"
+std::size_t dtype_bytes(DType d);
+
+// A device tensor: pointer, dtype, shape and strides in elements. Empty strides mean contiguous
+// row-major. Kernels take any non-negative strides on the outer dimensions; the innermost one must be
+// 1 (the launcher says so otherwise). Outputs are written through `data`.
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::fp32;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;
+
+  std::int64_t numel() const;
+  // strides, or the row-major strides of shape when strides is empty
+  std::vector<std::int64_t> effective_strides() const;
+};
+
+// The outcome of a launch or a device call: ok, or a message naming what was wrong.
+struct Status {
+  bool ok = true;
+  std::string message;
+  static Status success() { return {}; }
+  static Status failure(std::string message) { return {false, std::move(message)}; }
+  explicit operator bool() const { return ok; }
+};
+
+// Named tensors, named as the mechanism's inputs and outputs in harness/mechanism.h (FLA's layout:
+// sequences [B,T,H,D], gates [B,T,H], states [B,H,K,V] in fp32). Beyond the mechanism's tensors a
+// kernel may take "initial_state" (fp32, the final state's shape) and, for varlen kernels,
+// "cu_seqlens" (int32/int64, [N+1], with B = 1 and states [N,H,K,V]).
+using Tensors = std::map<std::string, TensorView, std::less<>>;
+
+struct LaunchArgs {
+  Tensors inputs;
+  Tensors outputs;       // an output the kernel can skip (final states) may be left out
+  void* stream = nullptr;  // a cudaStream_t; nullptr is the default stream
+};
+
+// The sizes a kernel takes; 0 means no limit of its own (the launcher still checks grid limits).
+struct KernelLimits {
+  std::int64_t max_K = 0, max_V = 0, max_T = 0;
+  std::vector<std::int64_t> head_dims;  // when not empty, the only K (and V) it takes
+  bool varlen = false;                  // takes cu_seqlens
+  bool initial_state = false;           // takes "initial_state"
+};
+
+struct Kernel {
+  std::string name;       // e.g. "gdn-fused-recurrent"
+  std::string mechanism;  // harness mechanism name, e.g. "gdn"
+  std::string description;
+  std::vector<DType> dtypes;  // input/output dtypes it takes (states stay fp32)
+  KernelLimits limits;
+  // Validates, then enqueues on args.stream; returns without synchronising. A failed validation
+  // launches nothing.
+  std::function<Status(const LaunchArgs&)> launch;
+};
+
+// Every kernel, in a fixed order (gpu/src/registry.cu). Available without a device: validation
+// needs none, so bad launches are tested in CI.
+const std::vector<Kernel>& kernels();
+// nullptr when (name, mechanism) is not registered.
+const Kernel* find_kernel(std::string_view name, std::string_view mechanism);
+
+// Device memory owned by the host program (move-only). A failed allocation leaves it empty and sets
+// the status; nothing throws.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static DeviceBuffer allocate(std::size_t bytes, Status& status);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  void* get() const { return ptr_; }
+  std::size_t size() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+Status copy_to_device(void* device_dst, const void* host_src, std::size_t bytes);
+Status copy_to_host(void* host_dst, const void* device_src, std::size_t bytes);
+Status fill_device(void* device_dst, unsigned char byte, std::size_t bytes);
+// Waits for the device; returns the first error a kernel raised (e.g. an illegal address) by name.
+Status synchronize();
+
+// CUDA-event timing of a callable that enqueues work on `stream`: runs it `warmup` times, then
+// `iterations` times between two events, and returns the mean milliseconds per call in *ms.
+Status time_on_stream(const std::function<Status()>& enqueue, void* stream, int warmup, int iterations, float* ms);
 
 }  // namespace larc::gpu

@@ -41,6 +41,10 @@ struct PreparedCase {
   std::string oracle_method;  // how oracle_error was estimated
 };
 
+// Every output of `m` for shape `s`, allocated in its dtype (the case's, or fp32 for final states) and
+// poisoned with NaN: what a subject's launcher receives.
+TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype);
+
 // Generates the inputs of `spec` and computes the oracle and its error estimate.
 PreparedCase prepare_case(const CaseSpec& spec);
 // The oracle and its estimate for inputs given in the case's dtype (used by prepare_case and by

@@ -1,0 +1,15 @@
+// The kernel registry (api.h, DESIGN.md "One kernel registry").
+#include "families.h"
+
+namespace larc::gpu {
+
+const std::vector<Kernel>& kernels() {
+  static const std::vector<Kernel> all = [] {
+    std::vector<Kernel> out;
+    detail::append_delta_rule_kernels(out);
+    return out;
+  }();
+  return all;
+}
+
+}  // namespace larc::gpu

@@ -1,0 +1,108 @@
+#include "gpu_subjects.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "larc/gpu/api.h"
+
+namespace larc::harness::detail {
+
+namespace {
+
+gpu::DType to_gpu(Dtype d) {
+  switch (d) {
+    case Dtype::bf16: return gpu::DType::bf16;
+    case Dtype::fp16: return gpu::DType::fp16;
+    case Dtype::fp32: return gpu::DType::fp32;
+    default: throw std::invalid_argument("gpu subject: dtype " + std::string(ref::dtype_name(d)) + " has no GPU kernel");
+  }
+}
+
+void check(const gpu::Status& s) {
+  if (!s) throw std::runtime_error(s.message);
+}
+
+// A TypedTensor on the device together with its NaN guard region, so an out-of-bounds read on the
+// device reads NaN and an out-of-bounds write lands in the guard, which is copied back and checked.
+struct DeviceCopy {
+  gpu::DeviceBuffer buffer;
+  gpu::TensorView view;
+  std::size_t bytes_with_guard = 0;
+
+  explicit DeviceCopy(const TypedTensor& t) {
+    bytes_with_guard = t.size_bytes() + TypedTensor::kGuardElements * dtype_size(t.dtype());
+    gpu::Status s;
+    buffer = gpu::DeviceBuffer::allocate(bytes_with_guard, s);
+    check(s);
+    check(gpu::copy_to_device(buffer.get(), t.data(), bytes_with_guard));
+    view = {buffer.get(), to_gpu(t.dtype()), t.shape(), {}};
+  }
+  void copy_back(TypedTensor& t) const { check(gpu::copy_to_host(t.data(), buffer.get(), bytes_with_guard)); }
+};
+
+// A varlen kernel (FLA's cu_seqlens convention) sees the case's B sequences of length T packed as one
+// batch of B·T tokens: the same row-major bytes, with [B,T,...] viewed as [1,B·T,...] and
+// cu_seqlens = 0, T, 2T, ..., B·T; states keep their [B,H,K,V] = [N,H,K,V] shape.
+void pack_as_varlen(gpu::LaunchArgs& args, const Shape& s, std::map<std::string, DeviceCopy>& owned) {
+  for (gpu::Tensors* views : {&args.inputs, &args.outputs})
+    for (auto& [name, view] : *views)
+      if (view.shape.size() >= 2 && view.shape[0] == s.B && view.shape[1] == s.T && name != "final_state" &&
+          name != "initial_state") {
+        view.shape[1] *= view.shape[0];
+        view.shape[0] = 1;
+      }
+  TypedTensor cu = TypedTensor::poisoned(Dtype::fp64, {s.B + 1});  // 8-byte elements, rewritten as int64
+  for (std::int64_t n = 0; n <= s.B; ++n) {
+    const std::int64_t offset = n * s.T;
+    std::memcpy(cu.data() + n * sizeof(std::int64_t), &offset, sizeof offset);
+  }
+  DeviceCopy& copy = owned.emplace("cu_seqlens", DeviceCopy(cu)).first->second;
+  copy.view.dtype = gpu::DType::i64;
+  args.inputs["cu_seqlens"] = copy.view;
+}
+
+Launcher launcher_of(const gpu::Kernel& kernel, const Mechanism& mechanism) {
+  return [&kernel, &mechanism](const TensorMap& inputs, TensorMap& outputs) {
+    std::map<std::string, DeviceCopy> in, out;
+    gpu::LaunchArgs args;
+    for (const auto& [name, t] : inputs) args.inputs[name] = in.emplace(name, DeviceCopy(t)).first->second.view;
+    for (const auto& [name, t] : outputs) args.outputs[name] = out.emplace(name, DeviceCopy(t)).first->second.view;
+    if (kernel.limits.varlen) {
+      ValueMap shapes_only;
+      for (const auto& [name, t] : inputs) shapes_only[name] = ref::Tensor<double>(t.shape());
+      pack_as_varlen(args, mechanism.shape_of(shapes_only), in);
+    }
+    check(kernel.launch(args));
+    check(gpu::synchronize());
+    for (auto& [name, t] : outputs) out.at(name).copy_back(t);
+  };
+}
+
+}  // namespace
+
+void register_gpu_subjects(std::vector<Subject>& out) {
+  if (!gpu::query_devices().present) return;
+  for (const gpu::Kernel& k : gpu::kernels()) {
+    const Mechanism* mechanism = nullptr;
+    for (const Mechanism& m : mechanisms())
+      if (m.name == k.mechanism) mechanism = &m;
+    if (mechanism == nullptr) continue;  // a kernel of a mechanism the gate does not know yet
+    Subject s;
+    s.name = k.name;
+    s.mechanism = k.mechanism;
+    s.description = k.description;
+    for (gpu::DType d : k.dtypes) {
+      if (d == gpu::DType::bf16) s.dtypes.push_back(Dtype::bf16);
+      if (d == gpu::DType::fp16) s.dtypes.push_back(Dtype::fp16);
+      if (d == gpu::DType::fp32) s.dtypes.push_back(Dtype::fp32);
+    }
+    s.limits.max_K = k.limits.max_K;
+    s.limits.max_V = k.limits.max_V;
+    s.limits.max_T = k.limits.max_T;
+    s.limits.head_dims = k.limits.head_dims;
+    s.launch = launcher_of(k, *mechanism);
+    out.push_back(std::move(s));
+  }
+}
+
+}  // namespace larc::harness::detail

@@ -1,0 +1,15 @@
+// The GPU kernels of gpu/'s registry as subjects of the harness's registry (DESIGN.md "One kernel
+// registry"): each kernel whose mechanism the harness knows becomes a subject with the kernel's name,
+// dtypes and limits. Built only where gpu/ is (LARC_HAVE_CUDA), and registered only where a device
+// is present, so the gate, fuzz and tests see GPU subjects exactly on a GPU machine.
+#pragma once
+
+#include <vector>
+
+#include "larc/harness/subject.h"
+
+namespace larc::harness::detail {
+
+void register_gpu_subjects(std::vector<Subject>& out);
+
+}  // namespace larc::harness::detail

@@ -1,0 +1,121 @@
+// Properties every registered GPU kernel must have (issue 7, item 3), each checked over the whole
+// registry so a new kernel is covered by adding its entry: it passes the gate's tolerance policy
+// against the oracle on a small shape in every dtype it takes; a sequence's output does not depend on
+// its batch neighbours; a launch over the first part of a sequence followed by one over the rest from
+// the carried state equals one launch; 70,000 identical heads (more than 65,535 blocks) give the
+// one-head result in every head. Skipped without a device (CI); run on the H200.
+#include <gtest/gtest.h>
+
+#include "gpu_test_support.h"
+
+namespace {
+
+using namespace larc::gpu_test;
+using larc::harness::CaseSpec;
+
+std::string failures_of(const larc::harness::CaseResult& r) {
+  std::string all;
+  for (const std::string& e : r.errors) all += e + "\n";
+  return all;
+}
+
+TEST(GpuKernels, RegistryIsNotEmptyAndEveryKernelIsASubject) {
+  LARC_SKIP_WITHOUT_DEVICE();
+  EXPECT_FALSE(larc::gpu::kernels().empty());
+  EXPECT_EQ(gpu_subjects().size(), larc::gpu::kernels().size()) << "a kernel names a mechanism the harness lacks";
+}
+
+TEST(GpuKernels, PassTheOracleInEveryDtypeOnASmallShape) {
+  LARC_SKIP_WITHOUT_DEVICE();
+  for (const GpuSubject& g : gpu_subjects())
+    for (Dtype dtype : g.subject->dtypes) {
+      CaseSpec spec;
+      spec.subject = g.kernel->name;
+      spec.mechanism = g.kernel->mechanism;
+      spec.dtype = dtype;
+      spec.shape = shape_for(*g.kernel, 2, 65, 2, 32);
+      spec.seed = 7;
+      spec.knobs = g.mechanism->resolve_knobs({});
+      const auto result = larc::harness::run_case(spec);
+      EXPECT_TRUE(result.pass) << spec.reproduce() << "\n" << failures_of(result);
+    }
+}
+
+TEST(GpuKernels, BatchNeighboursDoNotChangeASequencesOutput) {
+  LARC_SKIP_WITHOUT_DEVICE();
+  for (const GpuSubject& g : gpu_subjects()) {
+    const Dtype dtype = first_dtype(*g.subject);
+    const Shape batch = shape_for(*g.kernel, 3, 40, 2, 32);
+    const TensorMap inputs = inputs_for(*g.mechanism, batch, dtype, 11);
+    const TensorMap together = run(g, batch, dtype, inputs);
+    TensorMap alone_inputs;
+    for (const auto& spec : g.mechanism->inputs)
+      alone_inputs[spec.name] = slice(inputs.at(spec.name), axis_of(spec.dims, 'B'), 1, 2);
+    Shape one = batch;
+    one.B = 1;
+    const TensorMap alone = run(g, one, dtype, alone_inputs);
+    for (const auto& spec : g.mechanism->outputs) {
+      const auto middle = slice(together.at(spec.name), axis_of(spec.dims, 'B'), 1, 2);
+      EXPECT_TRUE(bitwise_equal(middle, alone.at(spec.name)))
+          << g.kernel->name << " output " << spec.name << ": " << first_difference(middle, alone.at(spec.name));
+    }
+  }
+}
+
+TEST(GpuKernels, SplitSequenceWithCarriedStateEqualsOneLaunch) {
+  LARC_SKIP_WITHOUT_DEVICE();
+  for (const GpuSubject& g : gpu_subjects()) {
+    if (!g.kernel->limits.initial_state) continue;
+    const Dtype dtype = first_dtype(*g.subject);
+    const Shape full = shape_for(*g.kernel, 2, 100, 2, 32);
+    const std::int64_t cut = 37;
+    const TensorMap inputs = inputs_for(*g.mechanism, full, dtype, 13);
+    const TensorMap whole = run(g, full, dtype, inputs);
+    TensorMap first_in, second_in;
+    for (const auto& spec : g.mechanism->inputs) {
+      const int t = axis_of(spec.dims, 'T');
+      first_in[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, 0, cut);
+      second_in[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, cut, full.T);
+    }
+    Shape a = full, b = full;
+    a.T = cut;
+    b.T = full.T - cut;
+    const TensorMap first = run(g, a, dtype, first_in);
+    second_in["initial_state"] = first.at("final_state");
+    const TensorMap second = run(g, b, dtype, second_in);
+    const auto tail = slice(whole.at("o"), axis_of(g.mechanism->output("o").dims, 'T'), cut, full.T);
+    EXPECT_TRUE(bitwise_equal(tail, second.at("o"))) << g.kernel->name << ": " << first_difference(tail, second.at("o"));
+    EXPECT_TRUE(bitwise_equal(whole.at("final_state"), second.at("final_state")))
+        << g.kernel->name << ": " << first_difference(whole.at("final_state"), second.at("final_state"));
+  }
+}
+
+TEST(GpuKernels, SeventyThousandIdenticalHeadsGiveTheOneHeadResult) {
+  LARC_SKIP_WITHOUT_DEVICE();
+  const std::int64_t heads = 70000;  // B·H blocks > 65,535: the grid must not use gridDim.y/z for them
+  for (const GpuSubject& g : gpu_subjects()) {
+    const Dtype dtype = first_dtype(*g.subject);
+    const Shape one = shape_for(*g.kernel, 1, 3, 1, 16);
+    const TensorMap inputs = inputs_for(*g.mechanism, one, dtype, 17);
+    const TensorMap single = run(g, one, dtype, inputs);
+    TensorMap tiled;
+    for (const auto& spec : g.mechanism->inputs) {
+      const int h = axis_of(spec.dims, 'H');
+      tiled[spec.name] = h < 0 ? inputs.at(spec.name) : tile(inputs.at(spec.name), h, heads);
+    }
+    Shape many = one;
+    many.H = heads;
+    const TensorMap out = run(g, many, dtype, tiled);
+    for (const auto& spec : g.mechanism->outputs) {
+      const int h = axis_of(spec.dims, 'H');
+      for (std::int64_t head : {std::int64_t{0}, std::int64_t{65535}, std::int64_t{65536}, heads - 1}) {
+        const auto got = slice(out.at(spec.name), h, head, head + 1);
+        EXPECT_TRUE(bitwise_equal(got, single.at(spec.name)))
+            << g.kernel->name << " output " << spec.name << " head " << head << ": "
+            << first_difference(got, single.at(spec.name));
+      }
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,115 @@
+// Shared pieces of the GPU kernel tests: every registered kernel with its harness subject and
+// mechanism, seeded inputs for a shape, and slicing/tiling of typed tensors along a named dimension
+// (the mechanism's dimension letters say which axis is B, T or H).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "larc/gpu/api.h"
+#include "larc/harness/runner.h"
+#include "larc/harness/subject.h"
+
+namespace larc::gpu_test {
+
+using harness::Dtype;
+using harness::Shape;
+using harness::TensorMap;
+using harness::TypedTensor;
+
+struct GpuSubject {
+  const gpu::Kernel* kernel;
+  const harness::Subject* subject;
+  const harness::Mechanism* mechanism;
+};
+
+// The registered kernels the harness made subjects of (all of them on a machine with a device).
+inline std::vector<GpuSubject> gpu_subjects() {
+  std::vector<GpuSubject> out;
+  for (const gpu::Kernel& k : gpu::kernels())
+    for (const harness::Subject& s : harness::subjects())
+      if (s.name == k.name && s.mechanism == k.mechanism) out.push_back({&k, &s, &harness::find_mechanism(k.mechanism)});
+  return out;
+}
+
+// A shape the kernel takes: K = V = d unless the kernel lists its head dims.
+inline Shape shape_for(const gpu::Kernel& k, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t d) {
+  if (!k.limits.head_dims.empty()) d = k.limits.head_dims.front();
+  if (k.limits.max_K > 0) d = std::min(d, k.limits.max_K);
+  return {B, T, H, d, d};
+}
+
+inline Dtype first_dtype(const harness::Subject& s) { return s.dtypes.front(); }
+
+inline TensorMap inputs_for(const harness::Mechanism& m, const Shape& s, Dtype dtype, std::uint64_t seed) {
+  TensorMap out;
+  for (auto& [name, values] : m.generate(s, seed, m.resolve_knobs({}))) out[name] = TypedTensor::encode(dtype, values);
+  return out;
+}
+
+inline TensorMap run(const GpuSubject& g, const Shape& s, Dtype dtype, const TensorMap& inputs) {
+  TensorMap out = harness::poisoned_outputs(*g.mechanism, s, dtype);
+  g.subject->launch(inputs, out);
+  return out;
+}
+
+// The axis of `letter` in a tensor's dims, -1 when it has none.
+inline int axis_of(const std::string& dims, char letter) {
+  const auto p = dims.find(letter);
+  return p == std::string::npos ? -1 : static_cast<int>(p);
+}
+
+// Elements [begin, end) of `axis`.
+inline TypedTensor slice(const TypedTensor& t, int axis, std::int64_t begin, std::int64_t end) {
+  std::vector<std::int64_t> shape = t.shape();
+  std::int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= shape[i];
+  for (std::size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+  const std::size_t es = harness::dtype_size(t.dtype()), n = shape[axis];
+  shape[axis] = end - begin;
+  TypedTensor out = TypedTensor::poisoned(t.dtype(), shape);
+  for (std::int64_t o = 0; o < outer; ++o)
+    std::memcpy(out.data() + o * (end - begin) * inner * es, t.data() + (o * n + begin) * inner * es,
+                (end - begin) * inner * es);
+  return out;
+}
+
+// `times` copies of every slice along `axis` (a tensor of extent 1 there becomes extent `times`).
+inline TypedTensor tile(const TypedTensor& t, int axis, std::int64_t times) {
+  std::vector<std::int64_t> shape = t.shape();
+  std::int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= shape[i];
+  for (std::size_t i = axis; i < shape.size(); ++i) inner *= shape[i];
+  const std::size_t es = harness::dtype_size(t.dtype());
+  shape[axis] *= times;
+  TypedTensor out = TypedTensor::poisoned(t.dtype(), shape);
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t r = 0; r < times; ++r)
+      std::memcpy(out.data() + (o * times + r) * inner * es, t.data() + o * inner * es, inner * es);
+  return out;
+}
+
+inline bool bitwise_equal(const TypedTensor& a, const TypedTensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+// The first element index where a and b differ, with both values, for failure messages.
+inline std::string first_difference(const TypedTensor& a, const TypedTensor& b) {
+  if (a.shape() != b.shape()) return "shapes differ";
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(a.data() + i * harness::dtype_size(a.dtype()), b.data() + i * harness::dtype_size(b.dtype()),
+                    harness::dtype_size(a.dtype())) != 0)
+      return "element " + std::to_string(i) + ": " + std::to_string(a.get(i)) + " vs " + std::to_string(b.get(i));
+  return "equal";
+}
+
+#define LARC_SKIP_WITHOUT_DEVICE()                                                              \
+  do {                                                                                          \
+    if (const auto info = larc::gpu::query_devices(); !info.present)                           \
+      GTEST_SKIP() << "no CUDA device: " << info.error;                                         \
+  } while (0)
+
+}  // namespace larc::gpu_test

@@ -1,0 +1,183 @@
+// Bad launches return clear errors (issue 7, item 1; issue 10's bad-input matrix for the kernel
+// launchers): for every registered kernel, a valid launch is built from its mechanism's tensor specs,
+// then each tensor in turn is left out, given the wrong rank, a wrong size, the wrong dtype, a
+// negative stride, a non-contiguous innermost stride, a misaligned or a null pointer; the launcher
+// must refuse with a message naming the tensor and the problem. Validation needs no device, so this
+// runs in CI; where a device is present the valid launch runs on real (small) buffers.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "larc/gpu/api.h"
+#include "larc/harness/mechanism.h"
+
+namespace {
+
+using larc::gpu::DType;
+using larc::gpu::Kernel;
+using larc::gpu::LaunchArgs;
+using larc::gpu::TensorView;
+
+struct Launch {
+  LaunchArgs args;
+  std::vector<larc::gpu::DeviceBuffer> owned;  // real buffers where a device is present
+  std::vector<std::string> required;           // tensors the launch cannot do without
+};
+
+DType case_dtype(const Kernel& k) { return k.dtypes.front(); }
+
+// A valid launch of `k`: B = 2 (varlen: 1 batch of N = 2 sequences), T = 5, H = 3, K = V = 16 or the
+// kernel's first head dim.
+Launch valid_launch(const Kernel& k, bool device) {
+  const auto& m = larc::harness::find_mechanism(k.mechanism);
+  const std::int64_t d = k.limits.head_dims.empty() ? 16 : k.limits.head_dims.front();
+  const larc::harness::Shape s{k.limits.varlen ? 1 : 2, 5, 3, d, d};
+  const larc::harness::Shape states{2, 5, 3, d, d};
+  Launch L;
+  std::uintptr_t fake = 1 << 20;
+  auto add = [&](larc::gpu::Tensors& to, const std::string& name, const std::vector<std::int64_t>& shape, DType dt) {
+    TensorView v{nullptr, dt, shape, {}};
+    const std::size_t bytes = static_cast<std::size_t>(v.numel()) * larc::gpu::dtype_bytes(dt);
+    if (device) {
+      larc::gpu::Status st;
+      L.owned.push_back(larc::gpu::DeviceBuffer::allocate(bytes, st));
+      EXPECT_TRUE(st.ok) << st.message;
+      v.data = L.owned.back().get();
+    } else {
+      v.data = reinterpret_cast<void*>(fake);
+      fake += (bytes + 4095) / 4096 * 4096 + 4096;
+    }
+    to[name] = v;
+  };
+  for (const auto& spec : m.inputs) {
+    add(L.args.inputs, spec.name, larc::harness::dims_of(spec.dims, s), case_dtype(k));
+    L.required.push_back(spec.name);
+  }
+  for (const auto& spec : m.outputs) {
+    const bool state = spec.fp32_output;
+    add(L.args.outputs, spec.name, larc::harness::dims_of(spec.dims, state ? states : s),
+        state ? DType::fp32 : case_dtype(k));
+    if (!state) L.required.push_back(spec.name);
+  }
+  if (k.limits.initial_state)
+    add(L.args.inputs, "initial_state", larc::harness::dims_of("BHKV", states), DType::fp32);
+  if (k.limits.varlen) {
+    add(L.args.inputs, "cu_seqlens", {3}, DType::i64);
+    L.required.push_back("cu_seqlens");
+  }
+  return L;
+}
+
+bool device_present() { return larc::gpu::query_devices().present; }
+
+// Validation passed: on a device the launch succeeds; without one it fails only at the launch itself.
+void expect_validation_passes(const Kernel& k, const Launch& L, bool device) {
+  const auto st = k.launch(L.args);
+  if (device) {
+    EXPECT_TRUE(st.ok) << k.name << ": " << st.message;
+    EXPECT_TRUE(larc::gpu::synchronize().ok);
+  } else {
+    EXPECT_FALSE(st.ok);
+    EXPECT_NE(st.message.find("launch failed"), std::string::npos) << k.name << " refused a valid launch: " << st.message;
+  }
+}
+
+void expect_refused(const Kernel& k, const LaunchArgs& args, const std::vector<std::string>& words, const std::string& what) {
+  const auto st = k.launch(args);
+  EXPECT_FALSE(st.ok) << k.name << " accepted " << what;
+  for (const std::string& w : words)
+    EXPECT_NE(st.message.find(w), std::string::npos)
+        << k.name << ", " << what << ": the message does not say '" << w << "': " << st.message;
+  EXPECT_EQ(st.message.find("launch failed"), std::string::npos) << k.name << ", " << what << " reached the launch";
+  EXPECT_EQ(st.message.rfind(k.name, 0), 0u) << "the message does not start with the kernel's name: " << st.message;
+}
+
+TEST(GpuValidation, EveryKernelAcceptsItsValidLaunch) {
+  const bool device = device_present();
+  ASSERT_FALSE(larc::gpu::kernels().empty());
+  for (const Kernel& k : larc::gpu::kernels()) expect_validation_passes(k, valid_launch(k, device), device);
+}
+
+TEST(GpuValidation, EveryMalformedTensorIsRefusedByName) {
+  const bool device = device_present();
+  std::size_t tried = 0;
+  for (const Kernel& k : larc::gpu::kernels()) {
+    const Launch base = valid_launch(k, device);
+    for (const bool is_input : {true, false}) {
+      const auto& tensors = is_input ? base.args.inputs : base.args.outputs;
+      for (const auto& [name, view] : tensors) {
+        const std::string quoted = "'" + name + "'";
+        auto mutated = [&](const std::function<void(TensorView&)>& change) {
+          LaunchArgs a = base.args;
+          change((is_input ? a.inputs : a.outputs).at(name));
+          return a;
+        };
+        const bool required = std::find(base.required.begin(), base.required.end(), name) != base.required.end();
+        if (required) {
+          LaunchArgs a = base.args;
+          (is_input ? a.inputs : a.outputs).erase(name);
+          expect_refused(k, a, {quoted, "missing"}, name + " left out");
+        }
+        expect_refused(k, mutated([](TensorView& v) { v.shape.push_back(1); }), {quoted, "shape"}, name + " with one more dimension");
+        expect_refused(k, mutated([](TensorView& v) { v.shape[0] = -1; }), {quoted, "negative"}, name + " with a negative size");
+        // A wider last dimension is refused, though perhaps at the tensor that first disagrees with it.
+        if (name != "q" && name != "cu_seqlens")
+          expect_refused(k, mutated([](TensorView& v) { v.shape.back() += 1; }), {"shape"}, name + " one element too wide");
+        const DType wrong = view.dtype == DType::i64 ? DType::fp32 : DType::i64;
+        expect_refused(k, mutated([&](TensorView& v) { v.dtype = wrong; }), {quoted, "dtype"}, name + " in the wrong dtype");
+        expect_refused(k, mutated([](TensorView& v) {
+                         v.strides = v.effective_strides();
+                         v.strides[0] = -v.strides[0];
+                       }),
+                       {quoted, "negative"}, name + " with a negative stride");
+        if (view.shape.back() > 1)
+          expect_refused(k, mutated([](TensorView& v) {
+                           v.strides = v.effective_strides();
+                           for (auto& st : v.strides) st *= 2;
+                         }),
+                         {quoted, "innermost"}, name + " with innermost stride 2");
+        expect_refused(k, mutated([](TensorView& v) { v.data = static_cast<char*>(v.data) + 1; }), {quoted, "aligned"},
+                       name + " misaligned by one byte");
+        expect_refused(k, mutated([](TensorView& v) { v.data = nullptr; }), {quoted, "null"}, name + " with a null pointer");
+        tried += 8;
+      }
+    }
+  }
+  RecordProperty("malformed_launches_tried", static_cast<int>(tried));
+}
+
+TEST(GpuValidation, AZeroHeadDimensionIsRefused) {
+  const bool device = device_present();
+  for (const Kernel& k : larc::gpu::kernels()) {
+    if (!k.limits.head_dims.empty()) continue;
+    LaunchArgs a = valid_launch(k, device).args;
+    const auto& m = larc::harness::find_mechanism(k.mechanism);
+    for (const auto& spec : m.inputs) {
+      const auto p = spec.dims.find('K');
+      if (p != std::string::npos) a.inputs.at(spec.name).shape[p] = 0;
+    }
+    for (auto* group : {&a.inputs, &a.outputs})
+      for (auto& [name, v] : *group)
+        if (name == "initial_state" || name == "final_state") v.shape[2] = 0;
+    expect_refused(k, a, {"K = 0"}, "K = 0");
+  }
+}
+
+TEST(GpuValidation, AGridBeyondGridDimXIsRefusedWithoutLaunching) {
+  if (device_present()) GTEST_SKIP() << "checked where no launch can happen by mistake (CI)";
+  for (const Kernel& k : larc::gpu::kernels()) {
+    LaunchArgs a = valid_launch(k, false).args;
+    const auto& m = larc::harness::find_mechanism(k.mechanism);
+    const std::int64_t heads = std::int64_t{1} << 32;
+    auto widen = [&](larc::gpu::Tensors& group, const std::string& name, const std::string& dims) {
+      const auto p = dims.find('H');
+      if (p != std::string::npos && group.count(name)) group.at(name).shape[p] = heads;
+    };
+    for (const auto& spec : m.inputs) widen(a.inputs, spec.name, spec.dims);
+    for (const auto& spec : m.outputs) widen(a.outputs, spec.name, spec.dims);
+    widen(a.inputs, "initial_state", "BHKV");
+    expect_refused(k, a, {"blocks"}, "2^32 heads");
+  }
+}
+
+}  // namespace
