@@ -62,6 +62,8 @@ Status fill_device(void* dst, unsigned char byte, std::size_t bytes) {
   return check(cudaMemset(dst, byte, bytes), "cudaMemset");
 }
 
+Status use_device(int index) { return check(cudaSetDevice(index), ("cudaSetDevice(" + std::to_string(index) + ")").c_str()); }
+
 Status synchronize() { return check(cudaDeviceSynchronize(), "kernel execution"); }
 
 Status time_on_stream(const std::function<Status()>& enqueue, void* stream, int warmup, int iterations, float* ms) {

@@ -7,7 +7,10 @@ namespace larc::gpu::detail {
 namespace {
 std::string shape_str(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
   return s + "]";
 }
 }  // namespace
@@ -26,10 +29,14 @@ std::string Validator::expected(std::string_view letters, DType dtype) const {
   std::string dims = "[", known = "[";
   bool all_known = true;
   for (std::size_t i = 0; i < letters.size(); ++i) {
-    dims += (i ? "," : "") + std::string(1, letters[i]);
-    const std::int64_t n = size(letters[i]);
-    all_known = all_known && (n > 0 || letters[i] == '1' || sizes_.count(letters[i]));
-    known += (i ? "," : "") + (sizes_.count(letters[i]) || letters[i] == '1' ? std::to_string(size(letters[i])) : "?");
+    const bool bound = letters[i] == '1' || sizes_.count(letters[i]);
+    all_known = all_known && bound;
+    if (i) {
+      dims += ',';
+      known += ',';
+    }
+    dims += letters[i];
+    known += bound ? std::to_string(size(letters[i])) : "?";
   }
   return dims + "]" + (all_known ? " = " + known + "]" : "") + " " + std::string(dtype_name(dtype));
 }
@@ -44,7 +51,8 @@ DType Validator::dtype_of(std::string_view name, const std::vector<DType>& accep
   std::string names;
   for (DType d : accepted) {
     found = found || d == it->second.dtype;
-    names += (names.empty() ? "" : ", ") + std::string(dtype_name(d));
+    if (!names.empty()) names += ", ";
+    names += dtype_name(d);
   }
   require(found, "input '" + std::string(name) + "' has dtype " + std::string(dtype_name(it->second.dtype)) +
                      "; this kernel takes " + names);
@@ -139,7 +147,8 @@ void Validator::require_size(char letter, std::int64_t lo, std::int64_t hi, cons
   std::string list;
   for (std::int64_t x : only) {
     found = found || x == n;
-    list += (list.empty() ? "" : ", ") + std::to_string(x);
+    if (!list.empty()) list += ", ";
+    list += std::to_string(x);
   }
   require(found, l + " = " + std::to_string(n) + " is not supported; this kernel takes " + l + " in {" + list + "}");
 }

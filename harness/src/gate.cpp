@@ -1,7 +1,11 @@
 #include "larc/harness/gate.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "larc/harness/fixture.h"
 #include "larc/harness/fuzz.h"
@@ -106,19 +110,44 @@ GatePlan plan_gate(const GateOptions& o) {
 }
 
 std::vector<CaseResult> run_gate(const GatePlan& plan, const Shard& shard, const ToleranceConfig& config,
-                                 const std::function<void(std::size_t, std::size_t)>& progress) {
-  std::vector<CaseResult> results;
-  std::size_t failed = 0;
-  for (std::size_t i = 0; i < plan.groups.size(); ++i) {
-    if (!shard.holds(i)) continue;
-    const GateGroup& g = plan.groups[i];
-    const PreparedCase prepared = g.fixture ? *g.fixture : prepare_case(g.spec);
-    for (const Subject* s : g.subjects) {
-      results.push_back(run_subject(prepared, *s, config));
-      failed += results.back().pass ? 0 : 1;
-      if (progress) progress(results.size(), failed);
+                                 const std::function<void(std::size_t, std::size_t)>& progress, unsigned jobs) {
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < plan.groups.size(); ++i)
+    if (shard.holds(i)) mine.push_back(i);
+  // Groups are independent (inputs, oracle, subjects): workers take them in plan order and the
+  // results are joined in plan order, so the report does not depend on the number of jobs.
+  std::vector<std::vector<CaseResult>> per_group(mine.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex progress_mutex;
+  std::size_t done = 0, failed = 0;
+  std::exception_ptr error;
+  auto work = [&] {
+    for (std::size_t j; (j = next++) < mine.size();) {
+      try {
+        const GateGroup& g = plan.groups[mine[j]];
+        const PreparedCase prepared = g.fixture ? *g.fixture : prepare_case(g.spec);
+        for (const Subject* s : g.subjects) {
+          per_group[j].push_back(run_subject(prepared, *s, config));
+          const std::lock_guard<std::mutex> lock(progress_mutex);
+          ++done;
+          failed += per_group[j].back().pass ? 0 : 1;
+          if (progress) progress(done, failed);
+        }
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        if (!error) error = std::current_exception();
+        next = mine.size();
+      }
     }
-  }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned w = 1; w < std::max(1u, jobs); ++w) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  if (error) std::rethrow_exception(error);
+  std::vector<CaseResult> results;
+  for (auto& group : per_group)
+    for (CaseResult& r : group) results.push_back(std::move(r));
   return results;
 }
 

@@ -1,6 +1,7 @@
 // The gate's reports (docs/gate.md, "Reports"): JSON, JUnit XML, Markdown and the terminal table.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -211,6 +212,9 @@ std::string gate_table(const std::vector<CaseResult>& results) {
 }
 
 std::string source_tree_hash() {
+  // A binary built here and run on another host (the H200) has no checkout there: the run script
+  // passes the hash of the tree it was built from.
+  if (const char* given = std::getenv("LARC_TREE_HASH"); given != nullptr && *given != '\0') return given;
   const std::string dir = LARC_SOURCE_DIR;
   auto run = [](const std::string& cmd) -> std::string {
     std::FILE* p = popen(cmd.c_str(), "r");
@@ -226,6 +230,21 @@ std::string source_tree_hash() {
   if (hash.size() != 40) return "unknown";
   if (!run(git + "status --porcelain -- reference gpu 2>/dev/null").empty()) hash += "-dirty";
   return hash;
+}
+
+ReportFreshness report_freshness(const nlohmann::json& report, const std::string& source_hash) {
+  if (!report.is_object() || !report.contains("tree_hash") || !report["tree_hash"].is_string())
+    return {false, "the report has no tree_hash: it cannot be tied to a source tree"};
+  const std::string made_from = report["tree_hash"].get<std::string>();
+  if (made_from == "unknown" || made_from.ends_with("-dirty"))
+    return {false, "the report was made from an unidentified or uncommitted tree (" + made_from + ")"};
+  if (source_hash == "unknown") return {false, "the source tree here is not a git checkout; cannot compare"};
+  if (source_hash.ends_with("-dirty"))
+    return {false, "the source (reference/ + gpu/) has uncommitted changes; the report (" + made_from +
+                       ") describes the committed tree at best"};
+  if (made_from != source_hash)
+    return {false, "stale: made from " + made_from + ", the source (reference/ + gpu/) is now " + source_hash};
+  return {true, "current: made from " + made_from + ", the source tree of reference/ + gpu/"};
 }
 
 }  // namespace larc::harness

@@ -1,5 +1,6 @@
 #include "gpu_subjects.h"
 
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 
@@ -17,6 +18,9 @@ gpu::DType to_gpu(Dtype d) {
     default: throw std::invalid_argument("gpu subject: dtype " + std::string(ref::dtype_name(d)) + " has no GPU kernel");
   }
 }
+
+// The device GPU subjects launch on (assign_gpu_to_shard); set before any case runs.
+std::atomic<int> chosen_device{0};
 
 void check(const gpu::Status& s) {
   if (!s) throw std::runtime_error(s.message);
@@ -63,6 +67,7 @@ void pack_as_varlen(gpu::LaunchArgs& args, const Shape& s, std::map<std::string,
 
 Launcher launcher_of(const gpu::Kernel& kernel, const Mechanism& mechanism) {
   return [&kernel, &mechanism](const TensorMap& inputs, TensorMap& outputs) {
+    check(gpu::use_device(chosen_device));  // per call: the gate's worker threads each have their own current device
     std::map<std::string, DeviceCopy> in, out;
     gpu::LaunchArgs args;
     for (const auto& [name, t] : inputs) args.inputs[name] = in.emplace(name, DeviceCopy(t)).first->second.view;
@@ -79,6 +84,13 @@ Launcher launcher_of(const gpu::Kernel& kernel, const Mechanism& mechanism) {
 }
 
 }  // namespace
+
+std::string assign_gpu_to_shard(std::uint64_t shard_index) {
+  const gpu::DeviceInfo info = gpu::query_devices();
+  if (!info.present || info.count < 2) return "";
+  chosen_device = static_cast<int>(shard_index % static_cast<std::uint64_t>(info.count));
+  return "GPU " + std::to_string(chosen_device) + " of " + std::to_string(info.count);
+}
 
 void register_gpu_subjects(std::vector<Subject>& out) {
   if (!gpu::query_devices().present) return;

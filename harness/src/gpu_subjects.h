@@ -12,4 +12,8 @@ namespace larc::harness::detail {
 
 void register_gpu_subjects(std::vector<Subject>& out);
 
+// Makes every later GPU subject launch, from any thread, run on device shard_index mod the device
+// count; returns "GPU i of n", or "" with fewer than two devices.
+std::string assign_gpu_to_shard(std::uint64_t shard_index);
+
 }  // namespace larc::harness::detail

@@ -48,6 +48,14 @@ void register_subject(Subject s) {
 
 const std::vector<Subject>& subjects() { return registry(); }
 
+std::string assign_gpu_to_shard([[maybe_unused]] std::uint64_t shard_index) {
+#ifdef LARC_HAVE_CUDA
+  return detail::assign_gpu_to_shard(shard_index);
+#else
+  return "";
+#endif
+}
+
 const Subject& find_subject(std::string_view name, std::string_view mechanism) {
   std::string known;
   for (const Subject& s : subjects()) {

@@ -94,6 +94,8 @@ int run_fuzz(const FuzzCli& c) {
   };
   if (shard.source != "none") std::cout << "shard " << shard.shard.str() << " (from " << shard.source << ")\n";
   const std::string tree = h::source_tree_hash();
+  if (const std::string gpu = h::assign_gpu_to_shard(shard.shard.index); !gpu.empty())
+    std::cerr << "shard " << shard.shard.str() << " runs its GPU kernels on " << gpu << "\n";
 
   if (bound.target_error) {
     h::SearchLimits limits;

@@ -3,7 +3,9 @@
 // 2 a usage or input error (an unreadable fixture names the file and the problem).
 #include "gate_command.h"
 
+#include <fstream>
 #include <iostream>
+#include <stdexcept>
 #include <memory>
 #include <optional>
 
@@ -22,7 +24,8 @@ struct GateCli {
   std::vector<std::string> subjects, mechanisms, dtypes, shapes, knobs, fixtures;
   std::uint64_t seed = 1;
   std::uint64_t random = 8;
-  std::string shard, json_path, junit_path, markdown_path;
+  unsigned jobs = 1;
+  std::string shard, json_path, junit_path, markdown_path, verify_report;
   std::optional<std::uint64_t> shard_count;
   bool no_grid = false, progress = false, list = false;
 };
@@ -42,11 +45,28 @@ void list_registry() {
   }
 }
 
+// Exit 0 when the report was made from the current reference/ + gpu/ tree, 1 when stale, 2 unreadable.
+int verify_report(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json report;
+  try {
+    if (!in) throw std::runtime_error("cannot open");
+    in >> report;
+  } catch (const std::exception& e) {
+    std::cerr << "larc gate: --verify-report: " << path << ": not a readable JSON report (" << e.what() << ")\n";
+    return 2;
+  }
+  const h::ReportFreshness f = h::report_freshness(report, h::source_tree_hash());
+  std::cout << path << ": " << f.message << "\n";
+  return f.current ? 0 : 1;
+}
+
 int run_gate_command(const GateCli& c) {
   if (c.list) {
     list_registry();
     return 0;
   }
+  if (!c.verify_report.empty()) return verify_report(c.verify_report);
   h::GateOptions o;
   o.subjects = c.subjects;
   o.mechanisms = c.mechanisms;
@@ -58,6 +78,8 @@ int run_gate_command(const GateCli& c) {
   o.grid = !c.no_grid;
   o.fixtures = c.fixtures;
   const h::ResolvedShard shard = h::resolve_shard(c.shard, c.shard_count);
+  if (const std::string gpu = h::assign_gpu_to_shard(shard.shard.index); !gpu.empty())
+    std::cerr << "shard " << shard.shard.str() << " runs its GPU kernels on " << gpu << "\n";
   if (!can_write("gate", "--json", c.json_path) || !can_write("gate", "--junit", c.junit_path) ||
       !can_write("gate", "--markdown", c.markdown_path))
     return 2;
@@ -73,7 +95,7 @@ int run_gate_command(const GateCli& c) {
     if (shard.shard.holds(i)) total += plan.groups[i].subjects.size();
   h::Progress progress("larc gate", total, c.progress);
   const std::vector<h::CaseResult> results =
-      h::run_gate(plan, shard.shard, {}, [&](std::size_t done, std::size_t failed) { progress.update(done, failed); });
+      h::run_gate(plan, shard.shard, {}, [&](std::size_t done, std::size_t failed) { progress.update(done, failed); }, c.jobs);
   std::cout << h::gate_table(results);
   if (shard.source != "none") std::cout << "shard " << shard.shard.str() << " (from " << shard.source << ")\n";
   const std::string tree = h::source_tree_hash();
@@ -100,10 +122,16 @@ std::function<int()> add_gate_command(CLI::App& app) {
   cmd->add_option("--fixtures", c->fixtures, "Replay the fixtures in these files or directories (golden set, fuzz corpora)");
   cmd->add_option("--shard", c->shard, "Run shard j of n (j/n); else from GTEST_SHARD_INDEX, SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX");
   cmd->add_option("--shard-count", c->shard_count, "Shard count for JOB_COMPLETION_INDEX (else LARC_SHARD_COUNT)");
+  cmd->add_option("--jobs,-j", c->jobs, "Threads running case groups in parallel (the report is the same for any number)")
+      ->check(CLI::Range(1u, 1024u))
+      ->capture_default_str();
   cmd->add_option("--json", c->json_path, "Write the results as JSON");
   cmd->add_option("--junit", c->junit_path, "Write the results as JUnit XML (one testcase per case)");
   cmd->add_option("--markdown", c->markdown_path, "Write a Markdown summary");
   cmd->add_flag("--progress", c->progress, "Show progress on stderr even when it is not a terminal");
+  cmd->add_option("--verify-report", c->verify_report,
+                  "Check that a committed gate/benchmark report (JSON with tree_hash) was made from the current "
+                  "reference/ + gpu/ tree; exit 1 when stale");
   cmd->add_flag("--list", c->list, "List the registered mechanisms and subjects");
   return [cmd, c]() -> int { return cmd->parsed() ? run_gate_command(*c) : -1; };
 }

@@ -117,11 +117,18 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Makes device `index` current for the calling host thread (cudaSetDevice).
+Status use_device(int index);
+
 Status copy_to_device(void* device_dst, const void* host_src, std::size_t bytes);
 Status copy_to_host(void* host_dst, const void* device_src, std::size_t bytes);
 Status fill_device(void* device_dst, unsigned char byte, std::size_t bytes);
 // Waits for the device; returns the first error a kernel raised (e.g. an illegal address) by name.
 Status synchronize();
+
+// Fills a contiguous float tensor with values uniform in [lo, hi), a function of (seed, element index)
+// only; enqueued on `stream`.
+Status fill_uniform(const TensorView& t, float lo, float hi, std::uint64_t seed, void* stream = nullptr);
 
 // CUDA-event timing of a callable that enqueues work on `stream`: runs it `warmup` times, then
 // `iterations` times between two events, and returns the mean milliseconds per call in *ms.

@@ -47,9 +47,11 @@ struct GatePlan {
 // fixtures::FixtureError naming the file and the problem for an unreadable fixture.
 GatePlan plan_gate(const GateOptions& options);
 
-// Runs the groups the shard holds, in plan order. `progress(done, failed)` after each case.
+// Runs the groups the shard holds on `jobs` threads; the results come back in plan order whatever
+// the number of jobs. `progress(done, failed)` after each case (serialised).
 std::vector<CaseResult> run_gate(const GatePlan& plan, const Shard& shard, const ToleranceConfig& config = {},
-                                 const std::function<void(std::size_t, std::size_t)>& progress = {});
+                                 const std::function<void(std::size_t, std::size_t)>& progress = {},
+                                 unsigned jobs = 1);
 
 // --- reports --------------------------------------------------------------------------------------
 nlohmann::json result_json(const CaseResult& r);
@@ -62,7 +64,17 @@ std::string gate_table(const std::vector<CaseResult>& results);
 
 // The git tree hash of reference/ and gpu/ the program was built from: the hash of the listing of
 // both trees at HEAD of the source checkout, "-dirty" appended when either has uncommitted changes;
-// "unknown" outside a git checkout.
+// "unknown" outside a git checkout. The environment variable LARC_TREE_HASH, when set, is returned
+// instead (a binary run on a host without the checkout).
 std::string source_tree_hash();
+
+// Whether a committed gate or benchmark report (JSON with "tree_hash") was made from the current
+// source: "current", or why not ("stale: made from X, the source is Y"; "no tree_hash"; the source
+// has uncommitted changes).
+struct ReportFreshness {
+  bool current = false;
+  std::string message;
+};
+ReportFreshness report_freshness(const nlohmann::json& report, const std::string& source_hash);
 
 }  // namespace larc::harness

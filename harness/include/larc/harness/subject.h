@@ -59,4 +59,9 @@ const std::vector<Subject>& subjects();
 // Throws std::invalid_argument listing the known subjects when (name, mechanism) is not registered.
 const Subject& find_subject(std::string_view name, std::string_view mechanism);
 
+// On a machine with several GPUs, shard i of a gate or fuzz campaign runs its GPU subjects on device
+// i mod (device count), so n shards started with the usual shard environment use n GPUs without a
+// scheduler. Returns "GPU i of n", or "" where there are fewer than two devices (or no gpu/ build).
+std::string assign_gpu_to_shard(std::uint64_t shard_index);
+
 }  // namespace larc::harness

@@ -1,0 +1,156 @@
+// Speed of every registered GPU kernel (issue 7, item 5), timed with CUDA events around each launch
+// (Google Benchmark manual time; report the median of the repetitions):
+//   prefill: B = 1, H = 16, D = 128, T ∈ {2k, 8k, 32k} (VLA: 2^10 .. 2^17), bf16, outputs only (no
+//            final state);
+//   decode:  T = 1, batch × heads ∈ {16, 132, 1024} (B = batch × heads, H = 1), fp32 state in and out,
+//            for kernels that take an initial state.
+// Inputs are made on the device (fill_uniform) in several copies that the iterations rotate through,
+// so no iteration finds its inputs in the 50 MB L2 left by the previous one. Each row carries the
+// bytes a launch must move at least (inputs read once, outputs written once), so the report can
+// state the fraction of the bandwidth floor reached. Without a device every benchmark is skipped.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "larc/gpu/api.h"
+#include "larc/harness/mechanism.h"
+
+namespace {
+
+using larc::gpu::DType;
+using larc::harness::Shape;
+
+constexpr std::int64_t kRotateBytes = std::int64_t{256} << 20;  // ≥ 5× the H200's L2
+
+// Value ranges that keep each mechanism in its intended regime (unit-norm-on-average keys, decays
+// in (−0.1, 0], steps in (0, 1)).
+void range_of(const std::string& name, std::int64_t K, float& lo, float& hi) {
+  lo = -1.0f, hi = 1.0f;
+  if (name == "k") hi = std::sqrt(3.0f / static_cast<float>(K)), lo = -hi;
+  if (name == "g" || name == "gk") lo = -0.1f, hi = 0.0f;
+  if (name == "beta" || name == "eta") lo = 0.1f, hi = 0.9f;
+  if (name == "level_scales") lo = 0.5f, hi = 1.0f;
+}
+
+struct TensorSet {
+  std::vector<larc::gpu::DeviceBuffer> buffers;
+  larc::gpu::LaunchArgs args;
+};
+
+struct Workload {
+  std::vector<TensorSet> sets;
+  std::int64_t bytes_per_launch = 0;
+  std::string error;
+};
+
+Workload make_workload(const larc::gpu::Kernel& k, const Shape& s, bool decode) {
+  const auto& m = larc::harness::find_mechanism(k.mechanism);
+  Workload w;
+  auto add = [&](TensorSet& set, larc::gpu::Tensors& to, const std::string& name, const std::string& dims, DType dt,
+                 bool input, std::uint64_t seed) {
+    larc::gpu::TensorView v{nullptr, dt, larc::harness::dims_of(dims, s), {}};
+    const std::size_t bytes = static_cast<std::size_t>(v.numel()) * larc::gpu::dtype_bytes(dt);
+    larc::gpu::Status st;
+    set.buffers.push_back(larc::gpu::DeviceBuffer::allocate(bytes, st));
+    if (!st) w.error = st.message;
+    v.data = set.buffers.back().get();
+    float lo, hi;
+    range_of(name, s.K, lo, hi);
+    if (input && st) st = larc::gpu::fill_uniform(v, name == "initial_state" ? -0.1f : lo, name == "initial_state" ? 0.1f : hi, seed);
+    if (!st) w.error = st.message;
+    to[name] = v;
+    if (w.sets.size() == 1) w.bytes_per_launch += static_cast<std::int64_t>(bytes);
+  };
+  std::int64_t set_bytes = 0;
+  do {
+    w.sets.emplace_back();
+    TensorSet& set = w.sets.back();
+    const std::uint64_t seed = 1000 * w.sets.size();
+    std::uint64_t i = 0;
+    for (const auto& spec : m.inputs) add(set, set.args.inputs, spec.name, spec.dims, DType::bf16, true, seed + ++i);
+    for (const auto& spec : m.outputs)
+      if (!spec.fp32_output || decode) add(set, set.args.outputs, spec.name, spec.dims, spec.fp32_output ? DType::fp32 : DType::bf16, false, 0);
+    if (decode) add(set, set.args.inputs, "initial_state", "BHKV", DType::fp32, true, seed + ++i);
+    if (w.sets.size() == 1) set_bytes = w.bytes_per_launch;
+  } while (w.error.empty() && static_cast<std::int64_t>(w.sets.size()) * set_bytes < kRotateBytes && w.sets.size() < 64);
+  return w;
+}
+
+void run(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, bool decode) {
+  if (!larc::gpu::query_devices().present) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  Workload w = make_workload(*k, s, decode);
+  if (w.error.empty()) w.error = larc::gpu::synchronize().message;
+  if (!w.error.empty()) {
+    state.SkipWithError(w.error.c_str());
+    return;
+  }
+  std::size_t next = 0;
+  auto launch = [&] { return k->launch(w.sets[next++ % w.sets.size()].args); };
+  for (std::size_t i = 0; i < w.sets.size(); ++i) launch();  // warm-up: every copy once
+  for (auto _ : state) {
+    float ms = 0;
+    const larc::gpu::Status st = larc::gpu::time_on_stream(launch, nullptr, 0, 1, &ms);
+    if (!st) {
+      state.SkipWithError(st.message.c_str());
+      return;
+    }
+    state.SetIterationTime(ms / 1e3);
+  }
+  state.counters["T"] = static_cast<double>(s.T);
+  state.counters["B"] = static_cast<double>(s.B);
+  state.counters["H"] = static_cast<double>(s.H);
+  state.counters["D"] = static_cast<double>(s.K);
+  state.counters["bytes"] = static_cast<double>(w.bytes_per_launch);
+  state.SetLabel(k->name + (decode ? " decode" : " prefill"));
+}
+
+bool takes(const larc::gpu::Kernel& k, const Shape& s) {
+  bool bf16 = false;
+  for (DType d : k.dtypes) bf16 = bf16 || d == DType::bf16;
+  const bool dims = k.limits.head_dims.empty() ||
+                    std::find(k.limits.head_dims.begin(), k.limits.head_dims.end(), s.K) != k.limits.head_dims.end();
+  return bf16 && dims && !k.limits.varlen && (k.limits.max_K == 0 || s.K <= k.limits.max_K) &&
+         (k.limits.max_T == 0 || s.T <= k.limits.max_T);
+}
+
+void register_all() {
+  for (const larc::gpu::Kernel& k : larc::gpu::kernels()) {
+    // VLA-C10 (SPEC §1) places VLA's crossover with softmax attention near 43,000 tokens: VLA kernels
+    // are timed over 2^10 .. 2^17 tokens, the others at 2k, 8k, 32k.
+    std::vector<std::int64_t> lengths{2048, 8192, 32768};
+    if (k.mechanism == "vla") lengths = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+    for (std::int64_t T : lengths) {
+      const Shape s{1, T, 16, 128, 128};
+      if (!takes(k, s)) continue;
+      benchmark::RegisterBenchmark((k.name + "/prefill/T=" + std::to_string(T)).c_str(), run, &k, s, false)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.3);
+    }
+    if (!k.limits.initial_state) continue;
+    for (std::int64_t bh : {16, 132, 1024}) {
+      const Shape s{bh, 1, 1, 128, 128};
+      if (!takes(k, s)) continue;
+      benchmark::RegisterBenchmark((k.name + "/decode/BH=" + std::to_string(bh)).c_str(), run, &k, s, true)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond)
+          ->MinTime(0.3);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

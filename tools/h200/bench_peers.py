@@ -1,0 +1,126 @@
+"""The peers larc's kernels are timed beside on the H200 (issue 7, item 5), in the same run:
+flash-linear-attention's fused_recurrent_gated_delta_rule (prefill and decode), PyTorch SDPA (causal,
+FlashAttention backend) and, for VLA-C10, a sequential PyTorch loop of the VLA recurrence (the paper's
+"sequential Python" baseline), plus the device-copy bandwidth that bounds every row.
+
+Timings are medians of triton.testing.do_bench (CUDA events, warm-up, L2 flushed between calls).
+Writes one JSON object to --out. Inputs follow ../shared/anchors (unit-norm keys, sigmoid beta,
+logsigmoid gates, B=1, H=16, D=128, bf16).
+"""
+import argparse
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+B, H, D = 1, 16, 128
+
+
+def median_ms(fn, warmup=25, rep=100):
+    return do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+
+
+def gdn_inputs(b, t, h):
+    q = torch.randn(b, t, h, D, device="cuda", dtype=torch.bfloat16)
+    k = F.normalize(torch.randn(b, t, h, D, device="cuda"), dim=-1).to(torch.bfloat16)
+    v = torch.randn(b, t, h, D, device="cuda", dtype=torch.bfloat16)
+    beta = torch.rand(b, t, h, device="cuda").sigmoid().to(torch.bfloat16)
+    g = F.logsigmoid(torch.rand(b, t, h, device="cuda"))
+    return q, k, v, g, beta
+
+
+def fla_rows(prefill_T, decode_BH):
+    from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as fr
+    rows = []
+    for t in prefill_T:
+        q, k, v, g, beta = gdn_inputs(B, t, H)
+        ms = median_ms(lambda: fr(q=q, k=k, v=v, g=g, beta=beta, scale=D ** -0.5))
+        rows.append({"peer": "fla-fused-recurrent-gdn", "kind": "prefill", "T": t, "B": B, "H": H, "D": D, "ms": ms})
+    for bh in decode_BH:
+        q, k, v, g, beta = gdn_inputs(bh, 1, 1)
+        h0 = torch.randn(bh, 1, D, D, device="cuda", dtype=torch.float32) * 0.1
+        ms = median_ms(lambda: fr(q=q, k=k, v=v, g=g, beta=beta, scale=D ** -0.5, initial_state=h0,
+                                  output_final_state=True))
+        rows.append({"peer": "fla-fused-recurrent-gdn", "kind": "decode", "T": 1, "B": bh, "H": 1, "D": D, "ms": ms})
+    return rows
+
+
+def sdpa_rows(Ts):
+    rows = []
+    for t in Ts:
+        q, k, v = (torch.randn(B, H, t, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), warmup=10, rep=50)
+        rows.append({"peer": "sdpa-causal", "kind": "prefill", "T": t, "B": B, "H": H, "D": D, "ms": ms})
+    return rows
+
+
+def vla_sequential_ms(t, lambda0=1.0, stab_eps=1e-4):
+    """The VLA recurrence (SPEC §1, reference/vla.h State::step) token by token in PyTorch, fp32."""
+    q, k, v = (torch.randn(B, H, t, D, device="cuda", dtype=torch.float32) for _ in range(3))
+    u = F.normalize(k, dim=-1) / math.sqrt(D)
+    phi = lambda x: F.elu(x) + 1
+
+    def run():
+        a = torch.eye(D, device="cuda").expand(B, H, D, D).clone() / lambda0
+        s = torch.zeros(B, H, D, D, device="cuda")  # S^T: d_k x d_v
+        zeta = torch.zeros(B, H, D, device="cuda")
+        outs = []
+        for i in range(t):
+            z = torch.einsum("bhij,bhj->bhi", a, u[:, :, i])
+            delta = (1 + (u[:, :, i] * z).sum(-1)).clamp_min(stab_eps)
+            a = a - z.unsqueeze(-1) * (z / delta.unsqueeze(-1)).unsqueeze(-2)
+            pk = phi(k[:, :, i])
+            khat = F.normalize(pk, dim=-1)
+            alpha = F.normalize(torch.einsum("bhij,bhj->bhi", a, khat), dim=-1)
+            resid = v[:, :, i] - torch.einsum("bhkv,bhk->bhv", s, khat)
+            s = s + alpha.unsqueeze(-1) * resid.unsqueeze(-2)
+            zeta = zeta + pk
+            pq = phi(q[:, :, i])
+            den = (zeta * pq).sum(-1).clamp_min(stab_eps)
+            outs.append(torch.einsum("bhkv,bhk->bhv", s, pq) / den.unsqueeze(-1))
+        return torch.stack(outs, 2)
+
+    run()  # warm-up
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    stop.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(stop)
+
+
+def copy_bandwidth_gbs():
+    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    ms = median_ms(lambda: y.copy_(x), warmup=5, rep=50)
+    return 2 * x.numel() / (ms * 1e-3) / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    result["copy_bandwidth_GBps"] = copy_bandwidth_gbs()
+    rows = []
+    try:
+        import fla
+        result["fla"] = getattr(fla, "__version__", "unknown")
+        rows += fla_rows([2048, 8192, 32768], [16, 132, 1024])
+    except Exception as e:  # a missing or broken FLA is reported, not hidden
+        result["fla_error"] = repr(e)[:300]
+    rows += sdpa_rows([1 << p for p in range(10, 18)])
+    result["vla_sequential_pytorch"] = {"T": 2048, "B": B, "H": H, "D": D, "dtype": "fp32", "ms": vla_sequential_ms(2048)}
+    result["rows"] = rows
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+    for r in rows:
+        print(f"{r['peer']:26s} {r['kind']:8s} T={r['T']:<7d} B={r['B']:<5d} {r['ms']:.4f} ms")
+    print(f"copy bandwidth {result['copy_bandwidth_GBps']:.0f} GB/s; VLA sequential PyTorch T=2048: "
+          f"{result['vla_sequential_pytorch']['ms']:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
