@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The H200 runs of issue 7 (fused kernels), sent through the device tool from the repository root with
+# carry [".wheels", ".h200bin"]. Builds nothing there: .h200bin/bundle.tar.xz holds larc, the GPU
+# tests and gpu_kernels_bench built here statically (tools/h200/README.md, "Kernels"). The tree hash
+# of the committed reference/ + gpu/ they were built from is .h200bin/tree_hash.
+#
+#   tools/h200/kernels_run.sh check   # GPU tests and the gate's small grid (minutes): first look
+#   tools/h200/kernels_run.sh full    # the gate's H200 grid, compute-sanitizer, benchmarks and peers
+#   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
+set -u
+mode=${1:-check}
+out=${OUT:-/tmp/out}
+mkdir -p "$out" /tmp/bin
+tar -xJf .h200bin/bundle.tar.xz -C /tmp/bin || exit 2
+export LARC_TREE_HASH=$(cat .h200bin/tree_hash)
+B=/tmp/bin
+jobs=$(( $(nproc) - 1 ))
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+gpu_subjects() { $B/larc gate --list | sed -n 's/^  \([a-z0-9-]*-fused-recurrent[a-z-]*\) (.*/\1/p' | sort -u; }
+subject_args=(); for s in $(gpu_subjects); do subject_args+=(--subject "$s"); done
+
+run_tests() {
+  for t in gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test; do
+    [ -x $B/$t ] || continue
+    timeout 300 $B/$t --gtest_output=xml:"$out/$t.xml" > "$out/$t.log" 2>&1
+    echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.log" | tr '\n' ' ')"
+  done
+}
+
+case $mode in
+check)
+  run_tests
+  timeout 400 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --random 16 --json "$out/gate_small.json" \
+    --markdown "$out/gate_small.md" > "$out/gate_small.txt" 2>&1
+  echo "gate (default grid + 16 random): exit $?"; tail -40 "$out/gate_small.txt"
+  ;;
+full)
+  run_tests
+  # The H200 grid (issue 7 item 3): T ∈ {1, 63, 64, 65, 1000, 4096} × D ∈ {64, 128, 96}, all dtypes,
+  # plus randomized cases and the golden fixtures.
+  shapes=(); for T in 1 63 64 65 1000 4096; do for D in 64 128 96; do shapes+=(--shape "1,$T,2,$D,$D"); done; done
+  timeout 900 $B/larc gate "${subject_args[@]}" --jobs "$jobs" "${shapes[@]}" --json "$out/gate_grid.json" \
+    --markdown "$out/gate_grid.md" --junit "$out/gate_grid.xml" > "$out/gate_grid.txt" 2>&1
+  echo "gate grid: exit $?"; tail -30 "$out/gate_grid.txt"
+  timeout 300 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 200 --fixtures fixtures/golden \
+    --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
+  echo "gate random + fixtures: exit $?"; tail -30 "$out/gate_random.txt"
+  # compute-sanitizer over the gate's small grid (one job: the tools serialise anyway).
+  for tool in memcheck racecheck initcheck synccheck; do
+    timeout 600 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+      $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 \
+      > "$out/sanitizer_$tool.txt" 2>&1
+    echo "compute-sanitizer $tool: exit $? $(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.txt" | tail -1)"
+  done
+  timeout 900 $B/gpu_kernels_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_format=json --benchmark_out="$out/bench_kernels.json" > "$out/bench_kernels.txt" 2>&1
+  echo "bench: exit $?"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .wheels/fla_core-*.whl \
+    .wheels/flash_linear_attention-*.whl .wheels/einops-*.whl
+  PYTHONPATH=/tmp/site timeout 900 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
+  echo "peers: exit $?"
+  python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
+    --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" | tail -25
+  ;;
+fuzz2)
+  # One campaign over every GPU kernel, sharded through the shard environment (GTEST_SHARD_INDEX /
+  # GTEST_TOTAL_SHARDS): shard i runs its kernels on GPU i mod (GPU count), so the shards spread over
+  # the GPUs without a scheduler; the oracle is CPU work, so there are more shards than GPUs.
+  n=$(( $(nproc) - 2 )); [ $n -gt 24 ] && n=24
+  for i in $(seq 0 $((n - 1))); do
+    GTEST_SHARD_INDEX=$i GTEST_TOTAL_SHARDS=$n timeout 400 $B/larc fuzz "${subject_args[@]}" --minutes 5 --seed 7 \
+      --corpus "$out/corpus" --json "$out/fuzz_shard$i.json" > "$out/fuzz_shard$i.txt" 2>&1 &
+  done
+  wait
+  $B/larc merge "$out"/fuzz_shard*.json --json "$out/fuzz.json" --markdown "$out/fuzz.md" > "$out/merge.txt" 2>&1
+  echo "merge: exit $?"; tail -20 "$out/merge.txt"; cat "$out"/fuzz_shard*.txt | grep -h "runs its GPU" | sort | uniq -c
+  ;;
+esac
