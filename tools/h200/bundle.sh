@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds what tools/h200/kernels_run.sh runs on the H200 (statically, in build-static) and packs it into
+# .h200bin/bundle.tar.xz with the tree hash of the committed reference/ + gpu/ it was built from
+# (.h200bin/tree_hash; larc writes it into its reports there through LARC_TREE_HASH). Refuses to pack a
+# build of uncommitted kernels: a report must name the source it was made from.
+set -eu
+cd "$(dirname "$0")/../.."
+if [ -n "$(git status --porcelain -- reference gpu)" ]; then
+  echo "bundle: reference/ or gpu/ has uncommitted changes; commit them first" >&2
+  exit 1
+fi
+targets=(larc gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_kernels_bench)
+[ -f build-static/CMakeCache.txt ] ||
+  cmake -S . -B build-static -G Ninja -DLARC_STATIC=ON -DLARC_ENABLE_CUDA=ON -DCMAKE_BUILD_TYPE=Release
+cmake --build build-static -j"$(nproc)" --target "${targets[@]}"
+stage=$(mktemp -d)
+for t in "${targets[@]}"; do
+  f=$(find build-static -type f -name "$t" -perm -u+x | head -1)
+  cp "$f" "$stage/" && strip "$stage/$t"
+done
+mkdir -p .h200bin
+tar -cJf .h200bin/bundle.tar.xz -C "$stage" .
+git ls-tree HEAD reference gpu | git hash-object --stdin > .h200bin/tree_hash
+rm -rf "$stage"
+ls -la .h200bin
