@@ -1,0 +1,72 @@
+// The committed H200 reports are tied to the source they were made from: report_freshness refuses a
+// report of another tree, of an uncommitted tree or without a hash; VLA-C10's verdict is judged from
+// the measured timings by a function that these synthetic reports exercise in each direction.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "larc/harness/gate.h"
+#include "larc/properties/vla_kernel_speed.h"
+
+namespace {
+
+using larc::props::Verdict;
+using nlohmann::json;
+
+const std::string kHash = "0123456789abcdef0123456789abcdef01234567";
+
+TEST(ReportFreshness, OnlyAReportOfTheCurrentCommittedTreeIsCurrent) {
+  EXPECT_TRUE(larc::harness::report_freshness(json{{"tree_hash", kHash}}, kHash).current);
+  const auto stale = larc::harness::report_freshness(json{{"tree_hash", kHash}}, std::string(40, 'f'));
+  EXPECT_FALSE(stale.current);
+  EXPECT_NE(stale.message.find("stale"), std::string::npos) << stale.message;
+  EXPECT_FALSE(larc::harness::report_freshness(json{{"rows", json::array()}}, kHash).current);
+  EXPECT_FALSE(larc::harness::report_freshness(json{{"tree_hash", kHash + "-dirty"}}, kHash).current);
+  EXPECT_FALSE(larc::harness::report_freshness(json{{"tree_hash", kHash}}, kHash + "-dirty").current);
+  EXPECT_FALSE(larc::harness::report_freshness(json{{"tree_hash", "unknown"}}, kHash).current);
+}
+
+// Kernel time a·T^p against a causal softmax attention time c·T².
+json bench_with(double kernel_power, double kernel_scale, double speedup) {
+  json k, s;
+  for (int p = 10; p <= 17; ++p) {
+    const double T = std::ldexp(1.0, p);
+    k[std::to_string(static_cast<long>(T))] = kernel_scale * std::pow(T, kernel_power);
+    s[std::to_string(static_cast<long>(T))] = 1e-8 * T * T;
+  }
+  return {{"tree_hash", kHash},
+          {"vla_c10",
+           {{"kernel_ms", k},
+            {"sdpa_ms", s},
+            {"crossover_T", 40000.0},
+            {"speedup_over_sequential", speedup},
+            {"sequential_pytorch", {{"T", 2048}, {"ms", 100.0}}}}}};
+}
+
+TEST(VlaKernelSpeed, LinearFastAndCrossingSoftmaxHolds) {
+  const auto o = larc::props::judge_vla_kernel_speed(bench_with(1.0, 4e-4, 30));
+  EXPECT_EQ(o.verdict, Verdict::holds) << o.evidence;
+  EXPECT_NE(o.evidence.find("T^1"), std::string::npos) << o.evidence;
+}
+
+TEST(VlaKernelSpeed, QuadraticTimeIsNotOT) {
+  const auto o = larc::props::judge_vla_kernel_speed(bench_with(2.0, 1e-9, 30));
+  EXPECT_EQ(o.verdict, Verdict::not_checkable_here);
+  EXPECT_NE(o.evidence.find("O(T): no"), std::string::npos) << o.evidence;
+}
+
+TEST(VlaKernelSpeed, NeverBelowSoftmaxOrSlowerThanFourteenTimesIsNotReached) {
+  EXPECT_EQ(larc::props::judge_vla_kernel_speed(bench_with(1.0, 1.0, 30)).verdict, Verdict::not_checkable_here);
+  EXPECT_EQ(larc::props::judge_vla_kernel_speed(bench_with(1.0, 4e-4, 3)).verdict, Verdict::not_checkable_here);
+}
+
+TEST(VlaKernelSpeed, AMissingOrMalformedReportIsSaidSo) {
+  EXPECT_NE(larc::props::judge_vla_kernel_speed(json::object()).evidence.find("no measured"), std::string::npos);
+  json bad = bench_with(1.0, 4e-4, 30);
+  bad["vla_c10"].erase("sdpa_ms");
+  const auto o = larc::props::judge_vla_kernel_speed(bad);
+  EXPECT_EQ(o.verdict, Verdict::not_checkable_here);
+  EXPECT_NE(o.evidence.find("malformed"), std::string::npos) << o.evidence;
+}
+
+}  // namespace
