@@ -1,0 +1,153 @@
+// Launchers and registry entries of the delta-rule family's fused recurrent kernels (the kernel and
+// its mapping: delta_rule_fused.cuh; docs/gpu-kernels.md "Delta-rule family"). Conventions are the
+// harness mechanisms' (harness/src/mechanisms_delta_rule.cpp, mechanisms_linear_attention.cpp,
+// mechanisms_gla.cpp): q, k [B,T,H,K], v and o [B,T,H,V], gates [B,T,H] (gk [B,T,H,K]), fp32 states
+// [B,H,K,V]; varlen kernels take FLA's cu_seqlens with B = 1 and states [N,H,K,V].
+#include <cmath>
+#include <string>
+
+#include "delta_rule_fused.cuh"
+#include "families.h"
+
+namespace larc::gpu::detail {
+
+namespace {
+
+using namespace delta_rule;
+
+constexpr float kKlaEps = 1e-6f;    // harness mechanisms_delta_rule.cpp kKlaEps
+constexpr float kRatioEps = 1e-6f;  // harness mechanisms_linear_attention.cpp kRatioEps
+constexpr std::int64_t kMaxK = 256;
+
+template <class Pol, class T, int KMAX>
+cudaError_t enqueue(const Params<T>& p, std::int64_t blocks, int buffers, cudaStream_t stream) {
+  const auto kernel = fused_recurrent<Pol, T, KMAX>;
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(buffers) * staging_floats<Pol, KMAX>(p.capacity);
+  if (smem > 48 * 1024) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+  }
+  kernel<<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(p);
+  return cudaSuccess;
+}
+
+// K ≤ 64, 128, 256: the rows each lane holds (Geometry), chosen at launch.
+template <class Pol, class T>
+cudaError_t enqueue_for_k(Params<T> p, std::int64_t blocks, cudaStream_t stream) {
+  const auto run = [&]<int KMAX>() {
+    p.capacity = static_cast<int>(p.tokens < Geometry<KMAX>::chunk ? p.tokens : Geometry<KMAX>::chunk);
+    if (p.capacity == 0) p.capacity = 1;
+    const int buffers = p.tokens > p.capacity ? 2 : 1;
+    return enqueue<Pol, T, KMAX>(p, blocks, buffers, stream);
+  };
+  if (p.K <= 64) return run.template operator()<64>();
+  if (p.K <= 128) return run.template operator()<128>();
+  return run.template operator()<256>();
+}
+
+template <class Pol>
+Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
+  Validator v(name, args);
+  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  const TensorView* q = v.input("q", "BTHK", dt);
+  const TensorView* k = v.input("k", "BTHK", dt);
+  const TensorView* val = v.input("v", "BTHV", dt);
+  const TensorView* gate = Pol::decay == Decay::scalar    ? v.input("g", "BTH", dt)
+                           : Pol::decay == Decay::channel ? v.input("gk", "BTHK", dt)
+                                                          : nullptr;
+  const TensorView* step = Pol::write == Write::delta                  ? v.input("beta", "BTH", dt)
+                           : Pol::write == Write::delta_key_normalised ? v.input("eta", "BTH", dt)
+                                                                       : nullptr;
+  const TensorView* cu = nullptr;
+  if (varlen) {
+    v.require(v.size('B') == 1, "varlen kernels take one packed batch entry (B = 1), got B = " +
+                                    std::to_string(v.size('B')));
+    const DType cu_dtype = v.dtype_of("cu_seqlens", {DType::i32, DType::i64});
+    cu = v.input("cu_seqlens", "S", cu_dtype);
+    v.require(v.size('S') >= 1, "cu_seqlens must have N + 1 ≥ 1 entries");
+    if (v.ok()) v.set('N', v.size('S') - 1);
+  }
+  const char* states = varlen ? "NHKV" : "BHKV";
+  const TensorView* h0 = v.input("initial_state", states, DType::fp32, true);
+  const TensorView* z0 = Pol::ratio ? v.input("initial_normalizer", "BHK", DType::fp32, true) : nullptr;
+  const TensorView* o = v.output("o", "BTHV", dt);
+  const TensorView* ht = v.output("final_state", states, DType::fp32, true);
+  const TensorView* zt = Pol::ratio ? v.output("final_normalizer", "BHK", DType::fp32, true) : nullptr;
+  v.require_size('K', 1, kMaxK);
+  v.require_size('V', 1, 0);
+  const std::int64_t sequences = v.size(varlen ? 'N' : 'B');
+  const std::int64_t tiles = (v.size('V') + kTileV - 1) / kTileV;
+  const std::int64_t blocks = sequences * v.size('H') * tiles;
+  v.require_grid(blocks);
+  if (!v.ok()) return v.status();
+  if (blocks == 0) return Status::success();  // no sequence or no head: nothing to compute
+
+  const cudaError_t e = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    Params<T> p;
+    p.q = strided<const T>(q);
+    p.k = strided<const T>(k);
+    p.v = strided<const T>(val);
+    p.gate = strided<const T>(gate);
+    p.step = strided<const T>(step);
+    p.o = strided<T>(o);
+    p.initial_state = strided<const float>(h0);
+    p.initial_normalizer = strided<const float>(z0);
+    p.final_state = strided<float>(ht);
+    p.final_normalizer = strided<float>(zt);
+    p.cu_seqlens = cu != nullptr ? cu->data : nullptr;
+    p.cu_seqlens_int64 = cu != nullptr && cu->dtype == DType::i64;
+    p.tokens = v.size('T');
+    p.H = static_cast<int>(v.size('H'));
+    p.K = static_cast<int>(v.size('K'));
+    p.V = static_cast<int>(v.size('V'));
+    p.tiles = static_cast<int>(tiles);
+    p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.K)));
+    p.eps = Pol::ratio ? kRatioEps : kKlaEps;
+    return enqueue_for_k<Pol>(p, blocks, stream_of(args));
+  });
+  if (e != cudaSuccess)  // the shared-memory opt-in failed; nothing was launched
+    return Status::failure(name + ": launch failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  return launch_status(name);
+}
+
+template <class Pol>
+Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
+  Kernel k;
+  k.name = name;
+  k.mechanism = std::move(mechanism);
+  k.description = std::move(description);
+  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.limits.max_K = kMaxK;
+  k.limits.varlen = varlen;
+  k.limits.initial_state = true;
+  k.launch = [name, varlen](const LaunchArgs& args) { return launch<Pol>(args, name, varlen); };
+  return k;
+}
+
+}  // namespace
+
+void append_delta_rule_kernels(std::vector<Kernel>& out) {
+  out.push_back(kernel_entry<LinearAttention>("la-fused-recurrent", "la",
+                                              "linear attention, one launch: S ← S + k v^T; o = scale · S^T q", false));
+  out.push_back(kernel_entry<RatioLinearAttention>(
+      "la-ratio-fused-recurrent", "la-ratio",
+      "ratio linear attention, one launch: φ = ELU + 1; S ← S + φ(k) v^T, z ← z + φ(k); o = S^T φ(q) / (z^T φ(q) + ε)",
+      false));
+  out.push_back(kernel_entry<DeltaNet>("deltanet-fused-recurrent", "deltanet",
+                                       "DeltaNet, one launch: S ← S + β k (v − S^T k)^T; o = S^T (scale q)", false));
+  out.push_back(kernel_entry<GatedDeltaNet>(
+      "gdn-fused-recurrent", "gdn", "Gated DeltaNet, one launch: S ← e^g S; S ← S + β k (v − S^T k)^T; o = S^T (scale q)",
+      false));
+  out.push_back(kernel_entry<KaczmarzLinearAttention>(
+      "kla-fused-recurrent", "kla", "KLA, one launch: GDN with β = η / (‖k‖² + ε) computed from k in the kernel", false));
+  out.push_back(kernel_entry<GatedLinearAttention>(
+      "gla-fused-recurrent", "gla", "GLA, one launch: S ← Diag(e^gk) S + k v^T; o = S^T (scale q)", false));
+  out.push_back(kernel_entry<GatedDeltaNet>("gdn-fused-recurrent-varlen", "gdn",
+                                            "Gated DeltaNet over packed sequences (FLA cu_seqlens, B = 1)", true));
+  out.push_back(kernel_entry<KaczmarzLinearAttention>("kla-fused-recurrent-varlen", "kla",
+                                                      "KLA over packed sequences (FLA cu_seqlens, B = 1)", true));
+}
+
+}  // namespace larc::gpu::detail

@@ -1,0 +1,334 @@
+// The fused recurrent kernel of the delta-rule / linear-attention family (docs/gpu-kernels.md,
+// "Delta-rule family"): one templated kernel, a small compile-time policy per mechanism.
+//
+// Per head and token t (SPEC "Baselines"; the order of reference State::step, which is FLA's):
+//   decay   none | S ← α_t S, α_t = e^{g_t} (GDN, KLA) | S ← Diag(e^{gk_t}) S (GLA)
+//   write   additive: S ← S + φ(k_t) v_t^T (LA, GLA), z ← z + φ(k_t) (ratio LA)
+//           delta:    u = β_t (v_t − S^T k_t); S ← S + k_t u^T (DeltaNet, GDN), with
+//                     β_t = η_t / (‖k_t‖² + ε) computed here from k_t for KLA (SPEC §3)
+//   read    o_t = S^T (scale q_t) | scale · S^T q_t (LA) | S^T φ(q_t) / (z^T φ(q_t) + ε) (ratio LA)
+//
+// Mapping. One block per (sequence, head, tile of kTileV value columns), the big index in gridDim.x.
+// Each warp owns kColsPerWarp columns; lane = row_group · kColsPerWarp + column, so the
+// kRowGroups lanes of one column split K into contiguous runs of Geometry::rows rows and hold
+// that K×1 slice of the fp32 state in registers. The column dot products k^T S and q^T S are an
+// in-lane sum over the lane's rows (four fixed accumulators) followed by a butterfly over the row
+// groups (__shfl_xor_sync), which leaves the same bits in every lane: deterministic, no atomics.
+// Inputs are staged per chunk of Geometry::chunk tokens into shared memory as fp32 (features,
+// decays and the query scale applied there, off the per-token dependency chain), double-buffered:
+// the global loads of chunk c+1 are issued into registers before chunk c is computed and written to
+// the other buffer after it. Rows K..KMAX−1 and columns V.. are staged as zeros, so the padded
+// state stays exactly zero and adds nothing to any sum; only the state and o accesses are guarded.
+#pragma once
+
+#include <cstdint>
+
+#include "kernel_common.cuh"
+
+namespace larc::gpu::detail::delta_rule {
+
+enum class Decay { none, scalar, channel };
+enum class Write { additive, delta, delta_key_normalised };
+enum class Read { scaled_query, scaled_output, ratio };
+
+template <Decay D, Write W, Read R>
+struct Policy {
+  static constexpr Decay decay = D;
+  static constexpr Write write = W;
+  static constexpr Read read = R;
+  static constexpr bool delta = W != Write::additive;
+  static constexpr bool ratio = R == Read::ratio;  // ratio LA: φ = ELU + 1 features and the normaliser z
+};
+
+using LinearAttention = Policy<Decay::none, Write::additive, Read::scaled_output>;
+using RatioLinearAttention = Policy<Decay::none, Write::additive, Read::ratio>;
+using DeltaNet = Policy<Decay::none, Write::delta, Read::scaled_query>;
+using GatedDeltaNet = Policy<Decay::scalar, Write::delta, Read::scaled_query>;
+using KaczmarzLinearAttention = Policy<Decay::scalar, Write::delta_key_normalised, Read::scaled_query>;
+using GatedLinearAttention = Policy<Decay::channel, Write::additive, Read::scaled_query>;
+
+constexpr int kWarps = 4;
+constexpr int kRowGroups = 8;
+constexpr int kColsPerWarp = 32 / kRowGroups;
+constexpr int kTileV = kWarps * kColsPerWarp;  // value columns per block
+constexpr int kThreads = 32 * kWarps;
+
+// Sizes for keys of at most KMAX rows (64, 128 or 256).
+template <int KMAX>
+struct Geometry {
+  static constexpr int rows = KMAX / kRowGroups;  // state rows per lane
+  // Shared-memory floats between two row groups' runs: ≡ 4 (mod 8), so the two runs a quarter-warp
+  // reads with one 16-byte load fall in different banks.
+  static constexpr int row_stride = rows + 4;
+  static constexpr int key_pitch = kRowGroups * row_stride;  // floats per staged token of k, q, gk
+  static constexpr int chunk = 2048 / KMAX;                   // tokens staged per chunk
+};
+
+// Shared-memory row slot of key row r.
+template <int KMAX>
+__device__ __forceinline__ int key_slot(int r) {
+  using G = Geometry<KMAX>;
+  return (r / G::rows) * G::row_stride + r % G::rows;
+}
+
+template <class T>
+struct Params {
+  Strided<const T> q, k, v;
+  Strided<const T> gate;  // g [B,T,H] (scalar decay) or gk [B,T,H,K] (per-channel decay)
+  Strided<const T> step;  // beta, or eta for KLA, [B,T,H]
+  Strided<T> o;
+  Strided<const float> initial_state, initial_normalizer;  // optional (data == nullptr when absent)
+  Strided<float> final_state, final_normalizer;            // optional
+  const void* cu_seqlens = nullptr;                        // varlen: [N+1] int32 or int64; B = 1
+  bool cu_seqlens_int64 = false;
+  std::int64_t tokens = 0;  // T: tokens per batch entry (varlen: all packed tokens)
+  int H = 0, K = 0, V = 0;
+  int tiles = 0;     // ceil(V / kTileV)
+  int capacity = 0;  // tokens per staged chunk (≤ Geometry::chunk, ≤ T)
+  float scale = 1, eps = 0;
+};
+
+// Floats of one staging buffer holding `capacity` tokens, a multiple of 4 (16-byte aligned buffers).
+template <class Pol, int KMAX>
+__host__ __device__ constexpr int staging_floats(int capacity) {
+  const int per_token = (Pol::decay == Decay::channel ? 3 : 2) * Geometry<KMAX>::key_pitch + kTileV + 2;
+  return (capacity * per_token + 3) / 4 * 4;
+}
+
+// One staging buffer: fp32 tokens of a chunk.
+struct Staged {
+  float* k;
+  float* q;
+  float* decay;  // gk as e^{gk}, per row (channel decay only)
+  float* v;      // kTileV columns of this block's tile
+  float* alpha;  // e^{g} (scalar decay)
+  float* step;   // beta or eta
+};
+
+template <class Pol, int KMAX>
+__device__ __forceinline__ Staged staged_at(float* base, int capacity) {
+  constexpr int pitch = Geometry<KMAX>::key_pitch;
+  Staged s;
+  s.k = base;
+  s.q = s.k + capacity * pitch;
+  s.decay = s.q + capacity * pitch;
+  s.v = s.decay + (Pol::decay == Decay::channel ? capacity * pitch : 0);
+  s.alpha = s.v + capacity * kTileV;
+  s.step = s.alpha + capacity;
+  return s;
+}
+
+__device__ __forceinline__ float elu_plus_one(float x) { return x > 0.f ? x + 1.f : expf(x); }
+
+// The raw inputs of one chunk held in registers between the global loads and the shared stores.
+template <class Pol, class T, int KMAX>
+struct ChunkLoader {
+  using G = Geometry<KMAX>;
+  static constexpr int kKeyLoads = G::chunk * KMAX / kThreads;     // k, q (and gk) elements per thread
+  static constexpr int kValueLoads = G::chunk * kTileV / kThreads;  // v elements per thread
+  static_assert(kKeyLoads * kThreads == G::chunk * KMAX && kValueLoads * kThreads == G::chunk * kTileV);
+  static_assert(G::chunk <= kThreads, "one thread loads each token's gates");
+
+  T k[kKeyLoads], q[kKeyLoads], gk[Pol::decay == Decay::channel ? kKeyLoads : 1], v[kValueLoads];
+  T gate{}, step{};
+
+  // Tokens [t0, t0 + n) of sequence (b, h), n ≤ capacity; t0 is the absolute token index.
+  __device__ __forceinline__ void load(const Params<T>& p, std::int64_t b, int h, std::int64_t t0, int n, int tile) {
+#pragma unroll
+    for (int i = 0; i < kKeyLoads; ++i) {
+      const int e = threadIdx.x + i * kThreads, t = e / KMAX, r = e % KMAX;
+      const bool in = t < n && r < p.K;
+      k[i] = in ? *p.k.at(b, t0 + t, h, r) : T{};
+      q[i] = in ? *p.q.at(b, t0 + t, h, r) : T{};
+      if constexpr (Pol::decay == Decay::channel) gk[i] = in ? *p.gate.at(b, t0 + t, h, r) : T{};
+    }
+#pragma unroll
+    for (int i = 0; i < kValueLoads; ++i) {
+      const int e = threadIdx.x + i * kThreads, t = e / kTileV, col = tile * kTileV + e % kTileV;
+      v[i] = t < n && col < p.V ? *p.v.at(b, t0 + t, h, col) : T{};
+    }
+    const int t = threadIdx.x;
+    if constexpr (Pol::decay == Decay::scalar) gate = t < n ? *p.gate.at(b, t0 + t, h) : T{};
+    if constexpr (Pol::delta) step = t < n ? *p.step.at(b, t0 + t, h) : T{};
+  }
+
+  // Converts to fp32 and stores tokens [0, n) into `s`: features, e^{g}, e^{gk} and the query scale
+  // applied; rows ≥ K and columns ≥ V as zeros.
+  __device__ __forceinline__ void store(const Staged& s, const Params<T>& p, int n) const {
+#pragma unroll
+    for (int i = 0; i < kKeyLoads; ++i) {
+      const int e = threadIdx.x + i * kThreads, t = e / KMAX, r = e % KMAX;
+      if (t >= n) continue;
+      const bool in = r < p.K;
+      float kf = to_float(k[i]), qf = to_float(q[i]);
+      if constexpr (Pol::ratio) {
+        kf = elu_plus_one(kf);
+        qf = elu_plus_one(qf);
+      }
+      if constexpr (Pol::read == Read::scaled_query) qf = p.scale * qf;
+      const int slot = t * G::key_pitch + key_slot<KMAX>(r);
+      s.k[slot] = in ? kf : 0.f;
+      s.q[slot] = in ? qf : 0.f;
+      if constexpr (Pol::decay == Decay::channel) s.decay[slot] = in ? expf(to_float(gk[i])) : 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < kValueLoads; ++i) {
+      const int e = threadIdx.x + i * kThreads, t = e / kTileV;
+      if (t < n) s.v[e] = to_float(v[i]);  // zero-filled at load for columns ≥ V
+    }
+    const int t = threadIdx.x;
+    if (t < n) {
+      if constexpr (Pol::decay == Decay::scalar) s.alpha[t] = expf(to_float(gate));
+      if constexpr (Pol::delta) s.step[t] = to_float(step);
+    }
+  }
+};
+
+template <int R>
+__device__ __forceinline__ void load_run(float (&dst)[R], const float* src) {
+  static_assert(R % 4 == 0);
+#pragma unroll
+  for (int j = 0; j < R; j += 4) {
+    const float4 x = *reinterpret_cast<const float4*>(src + j);
+    dst[j] = x.x;
+    dst[j + 1] = x.y;
+    dst[j + 2] = x.z;
+    dst[j + 3] = x.w;
+  }
+}
+
+// Σ_j a_j b_j over a lane's run in a fixed order (four accumulators).
+template <int R>
+__device__ __forceinline__ float run_dot(const float (&a)[R], const float (&b)[R]) {
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < R; ++j) acc[j % 4] = fmaf(a[j], b[j], acc[j % 4]);
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+// The sum over the kRowGroups lanes of one column; the butterfly gives every lane the same bits.
+__device__ __forceinline__ float column_sum(float x) {
+#pragma unroll
+  for (int m = kColsPerWarp; m < 32; m *= 2) x += __shfl_xor_sync(0xffffffffu, x, m);
+  return x;
+}
+
+template <class Pol, class T, int KMAX>
+__global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
+  using G = Geometry<KMAX>;
+  constexpr int R = G::rows;
+  extern __shared__ float4 smem_vec[];
+  float* const smem = reinterpret_cast<float*>(smem_vec);
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int row0 = (lane / kColsPerWarp) * R;  // first state row of this lane
+  const bool writes_o = lane < kColsPerWarp;   // row group 0 stores the column's outputs
+  const int col_in_tile = warp * kColsPerWarp + lane % kColsPerWarp;
+  const std::int64_t block = blockIdx.x;
+  const int tile = static_cast<int>(block % p.tiles);
+  const int h = static_cast<int>(block / p.tiles % p.H);
+  const std::int64_t n = block / p.tiles / p.H;  // sequence (= batch entry unless varlen)
+  const int col = tile * kTileV + col_in_tile;
+  const bool col_in = col < p.V;
+
+  // Sequence n: tokens [bos, eos) of batch entry b.
+  std::int64_t b = n, bos = 0, eos = p.tokens;
+  if (p.cu_seqlens != nullptr) {
+    b = 0;
+    const auto offset = [&](std::int64_t i) -> std::int64_t {
+      return p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
+                                : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
+    };
+    bos = offset(n);
+    eos = offset(n + 1);
+    if (!(0 <= bos && bos <= eos && eos <= p.tokens)) {  // a corrupt cu_seqlens: flag it, touch nothing else
+      if (p.final_state.data != nullptr && col_in)
+#pragma unroll
+        for (int j = 0; j < R; ++j)
+          if (row0 + j < p.K) *p.final_state.at(n, h, row0 + j, col) = __int_as_float(0x7fc00000);
+      return;
+    }
+  }
+
+  float S[R];  // rows row0 .. row0 + R − 1 of column col
+#pragma unroll
+  for (int j = 0; j < R; ++j)
+    S[j] = p.initial_state.data != nullptr && col_in && row0 + j < p.K ? *p.initial_state.at(n, h, row0 + j, col) : 0.f;
+  float z[Pol::ratio ? R : 1];  // the normaliser's rows (ratio LA), the same in every column's lanes
+  if constexpr (Pol::ratio) {
+#pragma unroll
+    for (int j = 0; j < R; ++j)
+      z[j] = p.initial_normalizer.data != nullptr && row0 + j < p.K ? *p.initial_normalizer.at(n, h, row0 + j) : 0.f;
+  }
+
+  const std::int64_t length = eos - bos;
+  const int buffer_floats = staging_floats<Pol, KMAX>(p.capacity);
+  ChunkLoader<Pol, T, KMAX> loader;
+  if (length > 0) {
+    const int first = static_cast<int>(length < p.capacity ? length : p.capacity);
+    loader.load(p, b, h, bos, first, tile);
+    loader.store(staged_at<Pol, KMAX>(smem, p.capacity), p, first);
+    __syncthreads();
+  }
+  int buffer = 0;
+  for (std::int64_t c0 = 0; c0 < length; c0 += p.capacity) {
+    const int count = static_cast<int>(length - c0 < p.capacity ? length - c0 : p.capacity);
+    const std::int64_t next = c0 + count;
+    const int next_count = static_cast<int>(length - next < p.capacity ? length - next : p.capacity);
+    if (next_count > 0) loader.load(p, b, h, bos + next, next_count, tile);  // in flight during this chunk
+
+    const Staged s = staged_at<Pol, KMAX>(smem + buffer * buffer_floats, p.capacity);
+    for (int t = 0; t < count; ++t) {
+      const int run = t * G::key_pitch + (row0 / R) * G::row_stride;
+      float k[R], q[R];
+      load_run(k, s.k + run);
+      load_run(q, s.q + run);
+      if constexpr (Pol::decay == Decay::scalar) {
+        const float alpha = s.alpha[t];
+#pragma unroll
+        for (int j = 0; j < R; ++j) S[j] *= alpha;
+      } else if constexpr (Pol::decay == Decay::channel) {
+        float a[R];
+        load_run(a, s.decay + run);
+#pragma unroll
+        for (int j = 0; j < R; ++j) S[j] *= a[j];
+      }
+      float u = s.v[t * kTileV + col_in_tile];
+      if constexpr (Pol::delta) {
+        const float projection = column_sum(run_dot(S, k));  // (S^T k)_col
+        float beta = s.step[t];
+        if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (column_sum(run_dot(k, k)) + p.eps);
+        u = beta * (u - projection);
+      }
+#pragma unroll
+      for (int j = 0; j < R; ++j) S[j] = fmaf(k[j], u, S[j]);
+      float out = column_sum(run_dot(S, q));
+      if constexpr (Pol::ratio) {
+#pragma unroll
+        for (int j = 0; j < R; ++j) z[j] += k[j];
+        out = out / (column_sum(run_dot(z, q)) + p.eps);
+      }
+      if constexpr (Pol::read == Read::scaled_output) out = p.scale * out;
+      if (writes_o && col_in) *p.o.at(b, bos + c0 + t, h, col) = from_float<T>(out);
+    }
+
+    if (next_count > 0) loader.store(staged_at<Pol, KMAX>(smem + (buffer ^ 1) * buffer_floats, p.capacity), p, next_count);
+    buffer ^= 1;
+    __syncthreads();  // the next buffer is written; nobody reads this one any more
+  }
+
+  if (p.final_state.data != nullptr && col_in) {
+#pragma unroll
+    for (int j = 0; j < R; ++j)
+      if (row0 + j < p.K) *p.final_state.at(n, h, row0 + j, col) = S[j];
+  }
+  if constexpr (Pol::ratio) {
+    if (p.final_normalizer.data != nullptr && tile == 0 && warp == 0 && lane % kColsPerWarp == 0) {
+#pragma unroll
+      for (int j = 0; j < R; ++j)
+        if (row0 + j < p.K) *p.final_normalizer.at(n, h, row0 + j) = z[j];
+    }
+  }
+}
+
+}  // namespace larc::gpu::detail::delta_rule

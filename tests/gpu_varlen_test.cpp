@@ -1,0 +1,346 @@
+// Varlen GDN and KLA kernels (FLA's cu_seqlens convention, issue 7 item 2): B = 1, sequence n spans
+// tokens [cu[n], cu[n+1]), states [N,H,K,V]. On a device: a packed launch over sequences of lengths
+// {0, 1, 63, 64, 65, 200} equals launching the non-varlen kernel of the same mechanism on each
+// sequence alone, bitwise (outputs and final states, from random initial states); a corrupt
+// cu_seqlens (decreasing, past T, negative) gives NaN final states for exactly those sequences,
+// leaves their outputs unwritten and raises no CUDA error. Without a device those tests skip; the
+// varlen validation (B = 1, cu_seqlens dtype and length, N-shaped states) needs none and runs in CI.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "larc/gpu/api.h"
+
+namespace {
+
+using larc::gpu::DeviceBuffer;
+using larc::gpu::DType;
+using larc::gpu::Kernel;
+using larc::gpu::LaunchArgs;
+using larc::gpu::Status;
+using larc::gpu::TensorView;
+using Shape = std::vector<std::int64_t>;
+
+struct VarlenKernel {
+  const char* varlen;     // the kernel under test
+  const char* single;     // the same mechanism without cu_seqlens
+  const char* mechanism;  // "gdn" or "kla"
+  const char* step;       // the step gate's name: beta (GDN) or eta (KLA)
+};
+constexpr VarlenKernel kKernels[] = {{"gdn-fused-recurrent-varlen", "gdn-fused-recurrent", "gdn", "beta"},
+                                     {"kla-fused-recurrent-varlen", "kla-fused-recurrent", "kla", "eta"}};
+
+constexpr std::size_t kGuardBytes = 256;  // 0xFF bytes (NaN) after every device tensor
+
+std::int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>()); }
+std::size_t bytes_of(DType d, const Shape& s) { return static_cast<std::size_t>(numel(s)) * larc::gpu::dtype_bytes(d); }
+
+const Kernel& kernel(const char* name, const char* mechanism) {
+  const Kernel* k = larc::gpu::find_kernel(name, mechanism);
+  if (k == nullptr) throw std::runtime_error(std::string("kernel not registered: ") + name);
+  return *k;
+}
+
+void require(const Status& s) {
+  if (!s) throw std::runtime_error(s.message);
+}
+
+// A device tensor followed by a guard region; contents all 0xFF bytes (NaN in every float dtype)
+// unless given.
+struct DeviceTensor {
+  DeviceBuffer buffer;
+  TensorView view;
+
+  DeviceTensor(DType dtype, const Shape& shape, const std::vector<unsigned char>& bytes = {}) {
+    Status st;
+    buffer = DeviceBuffer::allocate(bytes_of(dtype, shape) + kGuardBytes, st);
+    require(st);
+    require(larc::gpu::fill_device(buffer.get(), 0xFF, buffer.size()));
+    if (!bytes.empty()) require(larc::gpu::copy_to_device(buffer.get(), bytes.data(), bytes.size()));
+    view = {buffer.get(), dtype, shape, {}};
+  }
+  // Elements [first, first + shape[0]) of the outermost dimension, as a view of this buffer.
+  TensorView rows(std::int64_t first, Shape shape) const {
+    const std::int64_t row_elements = numel(Shape(view.shape.begin() + 1, view.shape.end()));
+    return {static_cast<unsigned char*>(buffer.get()) + first * row_elements * larc::gpu::dtype_bytes(view.dtype),
+            view.dtype, std::move(shape), {}};
+  }
+  std::vector<unsigned char> bytes() const {  // the tensor and its guard
+    std::vector<unsigned char> out(buffer.size());
+    require(larc::gpu::copy_to_host(out.data(), buffer.get(), out.size()));
+    return out;
+  }
+};
+
+// The bytes of `values` in dtype (bf16 rounded to nearest even; values are finite).
+std::vector<unsigned char> encode(DType dtype, const std::vector<float>& values) {
+  std::vector<unsigned char> out(values.size() * larc::gpu::dtype_bytes(dtype));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::fp32) {
+      std::memcpy(out.data() + 4 * i, &values[i], 4);
+    } else {
+      std::uint32_t u;
+      std::memcpy(&u, &values[i], 4);
+      const auto bits = static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+      std::memcpy(out.data() + 2 * i, &bits, 2);
+    }
+  }
+  return out;
+}
+
+std::vector<float> uniform(std::mt19937_64& rng, std::int64_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> out(static_cast<std::size_t>(n));
+  for (float& x : out) x = d(rng);
+  return out;
+}
+
+std::vector<unsigned char> offsets_bytes(DType dtype, const std::vector<std::int64_t>& cu) {
+  std::vector<unsigned char> out(cu.size() * larc::gpu::dtype_bytes(dtype));
+  for (std::size_t i = 0; i < cu.size(); ++i) {
+    if (dtype == DType::i64) {
+      std::memcpy(out.data() + 8 * i, &cu[i], 8);
+    } else {
+      const auto v = static_cast<std::int32_t>(cu[i]);
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+  }
+  return out;
+}
+
+bool all_bytes_ff(const unsigned char* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (p[i] != 0xFF) return false;
+  return true;
+}
+
+// The index of the first element of `n` elements of `element_bytes` each still all 0xFF, or −1.
+std::int64_t first_unwritten(const unsigned char* p, std::int64_t n, std::size_t element_bytes) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (all_bytes_ff(p + i * element_bytes, element_bytes)) return i;
+  return -1;
+}
+
+// Random packed inputs of T tokens and N random initial states [N,H,K,V].
+struct Packed {
+  std::int64_t T, N, H, K, V;
+  DType dtype;
+  std::vector<DeviceTensor> owned;
+  LaunchArgs args;
+
+  Packed(const VarlenKernel& vk, DType dt, std::int64_t tokens, std::int64_t sequences, std::int64_t h, std::int64_t k,
+         std::int64_t v, std::uint64_t seed)
+      : T(tokens), N(sequences), H(h), K(k), V(v), dtype(dt) {
+    std::mt19937_64 rng(seed);
+    owned.reserve(8);
+    auto add = [&](const std::string& name, DType d, const Shape& shape, const std::vector<unsigned char>& bytes) {
+      owned.emplace_back(d, shape, bytes);
+      args.inputs[name] = owned.back().view;
+    };
+    add("q", dt, {1, T, H, K}, encode(dt, uniform(rng, T * H * K, -1, 1)));
+    add("k", dt, {1, T, H, K}, encode(dt, uniform(rng, T * H * K, -1, 1)));
+    add("v", dt, {1, T, H, V}, encode(dt, uniform(rng, T * H * V, -1, 1)));
+    add("g", dt, {1, T, H}, encode(dt, uniform(rng, T * H, -1, 0)));
+    add(vk.step, dt, {1, T, H}, encode(dt, uniform(rng, T * H, 0.05f, 1)));
+    add("initial_state", DType::fp32, {N, H, K, V}, encode(DType::fp32, uniform(rng, N * H * K * V, -1, 1)));
+  }
+  const DeviceTensor& input(const std::string& name) const {
+    for (const DeviceTensor& t : owned)
+      if (t.view.data == args.inputs.at(name).data) return t;
+    throw std::runtime_error("no input " + name);
+  }
+};
+
+struct Outputs {
+  DeviceTensor o, final_state;
+};
+
+// The varlen kernel over all sequences of `packed` with these cu_seqlens.
+Outputs run_varlen(const VarlenKernel& vk, const Packed& packed, DType cu_dtype, const std::vector<std::int64_t>& cu) {
+  Outputs out{DeviceTensor(packed.dtype, {1, packed.T, packed.H, packed.V}),
+              DeviceTensor(DType::fp32, {packed.N, packed.H, packed.K, packed.V})};
+  const DeviceTensor offsets(cu_dtype, {static_cast<std::int64_t>(cu.size())}, offsets_bytes(cu_dtype, cu));
+  LaunchArgs args = packed.args;
+  args.inputs["cu_seqlens"] = offsets.view;
+  args.outputs["o"] = out.o.view;
+  args.outputs["final_state"] = out.final_state.view;
+  require(kernel(vk.varlen, vk.mechanism).launch(args));
+  require(larc::gpu::synchronize());
+  return out;
+}
+
+// The non-varlen kernel on tokens [bos, eos) of `packed` from initial state n alone.
+Outputs run_alone(const VarlenKernel& vk, const Packed& packed, std::int64_t n, std::int64_t bos, std::int64_t eos) {
+  const std::int64_t L = eos - bos;
+  Outputs out{DeviceTensor(packed.dtype, {1, L, packed.H, packed.V}),
+              DeviceTensor(DType::fp32, {1, packed.H, packed.K, packed.V})};
+  LaunchArgs args;
+  for (const auto& [name, view] : packed.args.inputs) {
+    const DeviceTensor& t = packed.input(name);
+    if (name == "initial_state") {
+      args.inputs[name] = t.rows(n, {1, packed.H, packed.K, packed.V});
+    } else {
+      Shape shape = view.shape;
+      shape[1] = L;
+      TensorView v = t.rows(0, shape);  // [1, T, ...]: offset along T by bos rows of H·D elements
+      v.data = static_cast<unsigned char*>(v.data) +
+               bos * numel(Shape(view.shape.begin() + 2, view.shape.end())) * larc::gpu::dtype_bytes(view.dtype);
+      args.inputs[name] = v;
+    }
+  }
+  args.outputs["o"] = out.o.view;
+  args.outputs["final_state"] = out.final_state.view;
+  require(kernel(vk.single, vk.mechanism).launch(args));
+  require(larc::gpu::synchronize());
+  return out;
+}
+
+#define SKIP_WITHOUT_DEVICE()                                                   \
+  do {                                                                          \
+    if (const auto info = larc::gpu::query_devices(); !info.present)            \
+      GTEST_SKIP() << "no CUDA device: " << info.error;                         \
+  } while (0)
+
+struct Case {
+  DType dtype, cu_dtype;
+  std::int64_t H, K, V;
+};
+
+TEST(GpuVarlen, PackedSequencesEqualEachSequenceAloneBitwise) {
+  SKIP_WITHOUT_DEVICE();
+  const std::vector<std::int64_t> lengths = {0, 1, 63, 64, 65, 200};
+  std::vector<std::int64_t> cu = {0};
+  for (std::int64_t L : lengths) cu.push_back(cu.back() + L);
+  const std::int64_t T = cu.back(), N = static_cast<std::int64_t>(lengths.size());
+  // K = 48 and 200 are not powers of two; V = 40 and 17 leave a partial tile of value columns.
+  const Case cases[] = {{DType::fp32, DType::i64, 2, 48, 40},
+                        {DType::bf16, DType::i32, 1, 128, 128},
+                        {DType::fp16, DType::i64, 1, 200, 17}};
+  std::uint64_t seed = 1;
+  for (const VarlenKernel& vk : kKernels) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(vk.varlen) + " " + std::string(larc::gpu::dtype_name(c.dtype)) + " cu_seqlens " +
+                   std::string(larc::gpu::dtype_name(c.cu_dtype)) + " H=" + std::to_string(c.H) +
+                   " K=" + std::to_string(c.K) + " V=" + std::to_string(c.V));
+      const Packed packed(vk, c.dtype, T, N, c.H, c.K, c.V, seed++);
+      const Outputs together = run_varlen(vk, packed, c.cu_dtype, cu);
+      const std::vector<unsigned char> o = together.o.bytes(), states = together.final_state.bytes();
+      const std::size_t o_bytes = bytes_of(c.dtype, together.o.view.shape);
+      const std::size_t state_bytes = static_cast<std::size_t>(c.H * c.K * c.V) * 4;
+      EXPECT_TRUE(all_bytes_ff(o.data() + o_bytes, kGuardBytes)) << "o's guard region was written";
+      EXPECT_TRUE(all_bytes_ff(states.data() + N * state_bytes, kGuardBytes)) << "final_state's guard region was written";
+      const std::vector<unsigned char> initial = packed.input("initial_state").bytes();
+      for (std::int64_t n = 0; n < N; ++n) {
+        const Outputs alone = run_alone(vk, packed, n, cu[n], cu[n + 1]);
+        const std::vector<unsigned char> o1 = alone.o.bytes(), s1 = alone.final_state.bytes();
+        const std::size_t token_bytes = static_cast<std::size_t>(c.H * c.V) * larc::gpu::dtype_bytes(c.dtype);
+        EXPECT_EQ(std::memcmp(o.data() + cu[n] * token_bytes, o1.data(), lengths[n] * token_bytes), 0)
+            << "outputs of sequence " << n << " (length " << lengths[n] << ")";
+        EXPECT_EQ(std::memcmp(states.data() + n * state_bytes, s1.data(), state_bytes), 0)
+            << "final state of sequence " << n << " (length " << lengths[n] << ")";
+        if (lengths[n] == 0) {
+          EXPECT_EQ(std::memcmp(s1.data(), initial.data() + n * state_bytes, state_bytes), 0)
+              << "an empty sequence's final state is its initial state";
+        }
+        for (std::size_t i = 0; i < state_bytes / 4; ++i) {
+          float x;
+          std::memcpy(&x, s1.data() + 4 * i, 4);
+          ASSERT_TRUE(std::isfinite(x)) << "final state of sequence " << n << " element " << i << " is " << x;
+        }
+        EXPECT_EQ(first_unwritten(o1.data(), lengths[n] * c.H * c.V, larc::gpu::dtype_bytes(c.dtype)), -1)
+            << "sequence " << n << ": an output element was not written";
+      }
+    }
+  }
+}
+
+TEST(GpuVarlen, CorruptOffsetsGiveNaNFinalStatesAndNoError) {
+  SKIP_WITHOUT_DEVICE();
+  const std::int64_t T = 100, H = 2, K = 32, V = 24;
+  // [0,30) is the one valid sequence; then decreasing, past T, reversed past T, negative.
+  const std::vector<std::int64_t> cu = {0, 30, 20, 101, -5, 100};
+  const std::int64_t N = static_cast<std::int64_t>(cu.size()) - 1;
+  std::uint64_t seed = 100;
+  for (const VarlenKernel& vk : kKernels) {
+    for (const DType cu_dtype : {DType::i32, DType::i64}) {
+      SCOPED_TRACE(std::string(vk.varlen) + " cu_seqlens " + std::string(larc::gpu::dtype_name(cu_dtype)));
+      const Packed packed(vk, DType::fp32, T, N, H, K, V, seed++);
+      const Outputs out = run_varlen(vk, packed, cu_dtype, cu);  // require()s a clean synchronize
+      const std::vector<unsigned char> o = out.o.bytes(), states = out.final_state.bytes();
+      const std::size_t state_bytes = static_cast<std::size_t>(H * K * V) * 4, token_bytes = H * V * 4;
+      const Outputs valid = run_alone(vk, packed, 0, 0, 30);
+      EXPECT_EQ(std::memcmp(states.data(), valid.final_state.bytes().data(), state_bytes), 0);
+      EXPECT_EQ(std::memcmp(o.data(), valid.o.bytes().data(), 30 * token_bytes), 0);
+      for (std::int64_t n = 1; n < N; ++n)
+        for (std::size_t i = 0; i < state_bytes / 4; ++i) {
+          float x;
+          std::memcpy(&x, states.data() + n * state_bytes + 4 * i, 4);
+          ASSERT_TRUE(std::isnan(x)) << "sequence " << n << " [" << cu[n] << ", " << cu[n + 1] << ") element " << i;
+        }
+      EXPECT_TRUE(all_bytes_ff(o.data() + 30 * token_bytes, (T - 30) * token_bytes + kGuardBytes))
+          << "outputs past the valid sequence (or the guard) were written";
+      EXPECT_TRUE(all_bytes_ff(states.data() + N * state_bytes, kGuardBytes)) << "final_state's guard was written";
+    }
+  }
+}
+
+// Validation only: nothing here is launched on a device unless validation wrongly passes.
+TEST(GpuVarlen, LaunchesOutsideTheConventionAreRefused) {
+  const std::int64_t T = 10, H = 2, K = 16, V = 16, N = 2;
+  std::uintptr_t fake = std::uintptr_t{1} << 20;
+  auto view = [&](DType d, Shape shape) {
+    TensorView v{reinterpret_cast<void*>(fake), d, std::move(shape), {}};
+    fake += (bytes_of(d, v.shape) + 4095) / 4096 * 4096 + 4096;
+    return v;
+  };
+  for (const VarlenKernel& vk : kKernels) {
+    const Kernel& k = kernel(vk.varlen, vk.mechanism);
+    EXPECT_TRUE(k.limits.varlen && k.limits.initial_state) << k.name;
+    LaunchArgs good;
+    good.inputs["q"] = view(DType::bf16, {1, T, H, K});
+    good.inputs["k"] = view(DType::bf16, {1, T, H, K});
+    good.inputs["v"] = view(DType::bf16, {1, T, H, V});
+    good.inputs["g"] = view(DType::bf16, {1, T, H});
+    good.inputs[vk.step] = view(DType::bf16, {1, T, H});
+    good.inputs["cu_seqlens"] = view(DType::i32, {N + 1});
+    good.inputs["initial_state"] = view(DType::fp32, {N, H, K, V});
+    good.outputs["o"] = view(DType::bf16, {1, T, H, V});
+    good.outputs["final_state"] = view(DType::fp32, {N, H, K, V});
+
+    auto refused = [&](LaunchArgs a, const std::string& word, const std::string& what) {
+      const Status st = k.launch(a);
+      EXPECT_FALSE(st.ok) << k.name << " accepted " << what;
+      EXPECT_NE(st.message.find(word), std::string::npos) << k.name << ", " << what << ": " << st.message;
+      EXPECT_EQ(st.message.find("launch failed"), std::string::npos) << k.name << ", " << what << " reached the launch";
+    };
+    LaunchArgs a = good;
+    for (const char* name : {"q", "k", "v", "g", vk.step}) a.inputs[name].shape[0] = 2;
+    a.outputs["o"].shape[0] = 2;
+    refused(a, "B = 1", "two batch entries");
+    a = good;
+    a.inputs.erase("cu_seqlens");
+    refused(a, "'cu_seqlens'", "no cu_seqlens");
+    a = good;
+    a.inputs["cu_seqlens"].dtype = DType::fp32;
+    refused(a, "'cu_seqlens'", "float cu_seqlens");
+    a = good;
+    a.inputs["cu_seqlens"].shape = {0};
+    refused(a, "cu_seqlens", "an empty cu_seqlens");
+    a = good;
+    a.outputs["final_state"].shape[0] = N + 1;
+    refused(a, "'final_state'", "N + 1 final states");
+    a = good;
+    a.inputs["initial_state"].shape[0] = 1;
+    refused(a, "'initial_state'", "one initial state for two sequences");
+  }
+}
+
+}  // namespace
