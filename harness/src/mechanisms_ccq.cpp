@@ -1,0 +1,132 @@
+// CCQ, curvature-conditioned query (reference/ccq.h, SPEC §2), on the GLA and GDN backbones as gate
+// mechanisms "ccq-gla" and "ccq-gdn". Inputs: the backbone's (mechanisms "gla", "gdn": FLA layout, the
+// same generator and knobs) plus lambda [B,T,H], the read gates λ_t ∈ (0, 1) in FLA's gate layout — SPEC's
+// λ_t = σ(wᵀq_t + b) is a projection computed upstream of the kernel, as FLA's β is, so the generator
+// draws it that way (one w per head) and the mechanism takes λ itself (ccq.h's Options::lambda).
+// Uniform covariance, zero initial state and statistics, scale K^{-1/2}. Outputs: o [B,T,H,V], the
+// backbone's final state [B,H,K,V], and the key statistics C_T = Σ_t k_t k_tᵀ [B,H,K,K] and
+// m_T = Σ_t k_t [B,H,K] (n_T = T), all but o in float32.
+// Forms: q̃ by ccq.h's recurrent (serial, streamed) or chunkwise (chunked) conditioner, then the
+// backbone's batched wrapper in the same form — the composition ccq.h's verbs make per head.
+#include <cmath>
+#include <stdexcept>
+
+#include "larc/reference/ccq.h"
+#include "mechanism_support.h"
+
+namespace larc::harness::detail {
+
+namespace {
+namespace ccq = ref::ccq;
+
+constexpr std::uint64_t kReadGateStream = 0xcc0;  // mix_seed stream of λ's weights
+
+// The conditioned queries q̃ [B,T,H,K] of every head (uniform covariance, empty initial statistics)
+// and the final key statistics C_T [B,H,K,K], m_T [B,H,K].
+template <class S>
+struct ConditionedQueries {
+  ref::Tensor<S> q_tilde, key_gram, key_sum;
+};
+
+template <class S>
+ConditionedQueries<S> conditioned_queries(const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& lambda,
+                                          ref::Form form, std::int64_t chunk) {
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
+  ConditionedQueries<S> r{ref::Tensor<S>(q.shape), ref::Tensor<S>({B, H, K, K}), ref::Tensor<S>({B, H, K})};
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      const ref::Mat<S> qh = ref::head_rows(q, b, h), kh = ref::head_rows(k, b, h);
+      const ref::Vec<S> lh = ref::head_gate(lambda, b, h), uniform = ref::Vec<S>::Ones(T);
+      const ccq::Conditioned<S> c =
+          form == ref::Form::chunked
+              ? ccq::conditioned_queries_chunked<S>(qh, kh, lh, uniform, ccq::empty_stats<S>(K), chunk)
+              : ccq::conditioned_queries_recurrent<S>(qh, kh, lh, uniform, ccq::empty_stats<S>(K));
+      ref::set_head_rows(r.q_tilde, b, h, c.q);
+      ref::set_head_state(r.key_gram, b, h, c.final_stats.c);
+      for (std::int64_t i = 0; i < K; ++i) r.key_sum.data[(b * H + h) * K + i] = c.final_stats.m(i);
+    }
+  }
+  return r;
+}
+
+// λ [B,T,H]: σ(w_hᵀ q_t + bias) with one w_h ~ N(0, gain²/K) per head, shared by the batch.
+ref::Tensor<double> read_gates(CaseRng& rng, const ref::Tensor<double>& q, double gain, double bias) {
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
+  const ref::Tensor<double> w = normal_tensor(rng, {H, K}, gain / std::sqrt(static_cast<double>(K)));
+  ref::Tensor<double> lambda({B, T, H});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t h = 0; h < H; ++h) {
+        double logit = bias;
+        for (std::int64_t i = 0; i < K; ++i) logit += w.data[h * K + i] * q.data[((b * T + t) * H + h) * K + i];
+        lambda.data[(b * T + t) * H + h] = 1 / (1 + std::exp(-logit));
+      }
+  return lambda;
+}
+
+const Mechanism& registered(const std::vector<Mechanism>& out, const std::string& name) {
+  for (const Mechanism& m : out)
+    if (m.name == name) return m;
+  throw std::logic_error("ccq: the backbone mechanism '" + name + "' must be registered before the CCQ mechanisms");
+}
+
+// CCQ over `backbone`; run_backbone(inputs, q̃, form, chunk) is the backbone's batched wrapper with q̃.
+template <class RunBackbone>
+Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBackbone run_backbone) {
+  Mechanism m;
+  m.name = "ccq-" + backbone.name;
+  m.description = "curvature-conditioned query on " + backbone.name +
+                  " (SPEC §2): q̃_t = (I − λ_t Σ_t) q_t, Σ_t the uniform key covariance; the backbone's write, its read with q̃";
+  m.inputs = backbone.inputs;
+  m.inputs.push_back({"lambda", "BTH", "read gates λ_t ∈ (0, 1), drawn as σ(wᵀq_t + b)"});
+  m.outputs = {{"o", "BTHV", "outputs o_t = scale · S_tᵀ q̃_t", false},
+               {"final_state", "BHKV", "the backbone's state after the last token", true},
+               {"final_key_gram", "BHKK", "C_T = Σ_t k_t k_tᵀ", true},
+               {"final_key_sum", "BHK", "m_T = Σ_t k_t", true}};
+  m.knobs = backbone.knobs;
+  m.knobs.push_back({"lambda_gain", 0, 4, 1, false, "per-head w ~ N(0, gain²/K) in λ_t = σ(wᵀq_t + b)"});
+  m.knobs.push_back({"lambda_bias", -6, 6, 0, false, "b in λ_t = σ(wᵀq_t + b)"});
+  m.parameters = backbone.parameters;
+  m.parameters.erase("fla_function");  // FLA has no CCQ
+  m.parameters["backbone"] = backbone.name;
+  m.parameters["covariance"] = "uniform";
+  m.parameters["lambda"] = "input [B,T,H]; generated as sigmoid(w_h . q_t + lambda_bias), w_h ~ N(0, lambda_gain^2/K)";
+  m.forms = std::move(forms);
+  m.generate = [generate_backbone = backbone.generate](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    ValueMap in = generate_backbone(s, seed, kn);
+    CaseRng rng(mix_seed(seed, kReadGateStream));
+    in["lambda"] = read_gates(rng, in.at("q"), kn.at("lambda_gain"), kn.at("lambda_bias"));
+    return in;
+  };
+  m.compute = [run_backbone](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() {
+      const ConditionedQueries<S> c = conditioned_queries<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                             cast_tensor<S>(in.at("lambda")), form, chunk);
+      const auto r = run_backbone(in, c.q_tilde, form, chunk);
+      return ValueMap{{"o", to_double_tensor(r.o)},
+                      {"final_state", to_double_tensor(r.final_state)},
+                      {"final_key_gram", to_double_tensor(c.key_gram)},
+                      {"final_key_sum", to_double_tensor(c.key_sum)}};
+    });
+  };
+  return m;
+}
+}  // namespace
+
+void register_ccq_mechanisms(std::vector<Mechanism>& out) {
+  Mechanism on_gla = ccq_on(registered(out, "gla"), {ref::Form::serial, ref::Form::chunked},
+                            []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk) {
+                              return ref::gla::gla_batched<S>(q_tilde, cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
+                                                              cast_tensor<S>(in.at("gk")), {}, {}, form, chunk);
+                            });
+  Mechanism on_gdn = ccq_on(registered(out, "gdn"), {ref::Form::serial, ref::Form::chunked, ref::Form::streamed},
+                            []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk) {
+                              return ref::delta_rule::gdn_batched<S>(q_tilde, cast_tensor<S>(in.at("k")),
+                                                                     cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
+                                                                     cast_tensor<S>(in.at("beta")), {}, {}, form, chunk);
+                            });
+  out.push_back(std::move(on_gla));
+  out.push_back(std::move(on_gdn));
+}
+
+}  // namespace larc::harness::detail
