@@ -1,6 +1,13 @@
-// Second-order masked HLA (reference/hla.h, SPEC §5) as a gate mechanism: q, k [B,T,H,K], v [B,T,H,V],
-// no decay (γ = 1), unnormalised, no read scale (SPEC §5 has none); output o [B,T,H,V]. Queries and
-// keys are drawn with norm K^{-1/4} so that o_t = q_tᵀ(S^K_t C_t − G_t) stays O(T) rather than O(T·K).
+// The HLA family (reference/hla.h, SPEC §5) as gate mechanisms, all without decay (γ = 1) and without
+// a read scale (SPEC §5 has none); q, k [B,T,H,K], v [B,T,H,V]; output o [B,T,H,V]; zero initial
+// state (the reference's streaming states start empty), so no state tensors:
+//   "hla"            second-order masked:      o_t = q_tᵀ(S^K_t C_t − G_t) = row t of ((A Aᵀ) ⊙ L) V (HLA-C1)
+//   "hla-normalized" the same over q_tᵀ(S^K_t m_t − h_t) + ε, ε = 1e-6 (HLA-C2)
+//   "ahla"           asymmetric:               o_t = q_tᵀ E_t = row t of ((A A) ⊙ L) V (HLA-C6)
+// Queries and keys are drawn with norm K^{-1/4} so that the outputs stay O(T) rather than O(T·K).
+// The normalised variant has no feature map in SPEC §5: with signed q, k its denominator
+// Σ_{i≤j≤t} (q_t·k_i)(k_i·q_j) crosses zero and o_t is unbounded, so its q and k have non-negative
+// entries (the image of a positive feature map), which keeps every denominator ≥ (q_t·k_t)² > 0.
 #include <cmath>
 
 #include "larc/reference/hla.h"
@@ -8,32 +15,94 @@
 
 namespace larc::harness::detail {
 
-void register_hla_mechanisms(std::vector<Mechanism>& out) {
+namespace {
+namespace hla = ref::hla;
+
+enum class Variant { second_order, second_order_normalized, ahla };
+
+// ε of the normalised read; gpu/src/hla_fused.cu uses the same value.
+constexpr double kNormalizedEps = 1e-6;
+
+// AHLA on every head of FLA-layout tensors (hla_batched's counterpart; reference/hla.h batches only
+// the second order).
+template <class S>
+ref::Tensor<S> ahla_batched(const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, ref::Form form,
+                            std::int64_t chunk) {
+  const auto [B, T, H, K, V] = ref::batched_dims<S>(q, k, v, nullptr);
+  ref::Tensor<S> o(std::vector<std::int64_t>{B, T, H, V});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const hla::Problem<S> p{ref::head_rows(q, b, h), ref::head_rows(k, b, h), ref::head_rows(v, b, h), {}};
+      const hla::Result<S> r = form == ref::Form::materialized ? hla::ahla_materialized(p)
+                               : form == ref::Form::chunked    ? hla::ahla_chunked(p, chunk)
+                                                               : hla::ahla_serial(p);
+      ref::set_head_rows(o, b, h, r.o);
+    }
+  return o;
+}
+
+// |x| entrywise: the non-negative q, k of the normalised variant (see the file comment).
+ref::Tensor<double> absolute(ref::Tensor<double> x) {
+  for (double& e : x.data) e = std::fabs(e);
+  return x;
+}
+
+Mechanism hla_mechanism(Variant variant) {
+  const bool normalized = variant == Variant::second_order_normalized;
   Mechanism m;
-  m.name = "hla";
-  m.description = "second-order masked higher-order linear attention: o_t = row t of ((A Aᵀ) ⊙ L) V, A = L ⊙ Q Kᵀ";
+  switch (variant) {
+    case Variant::second_order:
+      m.name = "hla";
+      m.description = "second-order masked higher-order linear attention: o_t = row t of ((A Aᵀ) ⊙ L) V, A = L ⊙ Q Kᵀ";
+      m.parameters = {{"order", 2}, {"masked", true}, {"gamma", 1}, {"normalized", false}};
+      break;
+    case Variant::second_order_normalized:
+      m.name = "hla-normalized";
+      m.description = "second-order masked HLA, normalised: row t of ((A Aᵀ) ⊙ L) V over row t of ((A Aᵀ) ⊙ L) 1 + ε, "
+                      "q and k non-negative";
+      m.parameters = {{"order", 2}, {"masked", true}, {"gamma", 1}, {"normalized", true}, {"eps", kNormalizedEps},
+                      {"inputs", "q, k with non-negative entries"}};
+      break;
+    case Variant::ahla:
+      m.name = "ahla";
+      m.description = "asymmetric higher-order linear attention: o_t = row t of ((A A) ⊙ L) V, A = L ⊙ Q Kᵀ";
+      m.parameters = {{"order", 2}, {"asymmetric", true}, {"gamma", 1}, {"normalized", false}};
+      break;
+  }
   m.inputs = {{"q", "BTHK", "queries"}, {"k", "BTHK", "keys"}, {"v", "BTHV", "values"}};
   m.outputs = {{"o", "BTHV", "outputs", false}};
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖ in units of K^{-1/4}"}};
-  m.parameters = {{"order", 2}, {"masked", true}, {"gamma", 1}, {"normalized", false}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
-  m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+  m.generate = [normalized](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     CaseRng rng(seed);
     const double unit = std::pow(static_cast<double>(s.K), -0.25);
     ValueMap in;
     in["q"] = keys_tensor(rng, s, 0.0, unit);
     in["k"] = keys_tensor(rng, s, kn.at("collinearity"), unit * kn.at("key_norm"));
     in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    if (normalized) {
+      in["q"] = absolute(std::move(in["q"]));
+      in["k"] = absolute(std::move(in["k"]));
+    }
     return in;
   };
-  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+  m.compute = [variant, normalized](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
     return at_precision(p, [&]<class S>() {
-      return ValueMap{{"o", to_double_tensor(ref::hla::hla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                                       cast_tensor<S>(in.at("v")), {}, form, chunk))}};
+      const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
+      if (variant == Variant::ahla) return ValueMap{{"o", to_double_tensor(ahla_batched<S>(q, k, v, form, chunk))}};
+      hla::Options<S> opt;
+      opt.normalized = normalized;
+      if (normalized) opt.eps = ref::from_double<S>(kNormalizedEps);
+      return ValueMap{{"o", to_double_tensor(hla::hla_batched<S>(q, k, v, opt, form, chunk))}};
     });
   };
-  out.push_back(std::move(m));
+  return m;
+}
+}  // namespace
+
+void register_hla_mechanisms(std::vector<Mechanism>& out) {
+  for (Variant v : {Variant::second_order, Variant::second_order_normalized, Variant::ahla}) out.push_back(hla_mechanism(v));
 }
 
 }  // namespace larc::harness::detail
