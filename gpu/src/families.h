@@ -10,5 +10,9 @@
 namespace larc::gpu::detail {
 
 void append_delta_rule_kernels(std::vector<Kernel>& out);  // delta_rule_fused.cu: la, la-ratio, deltanet, gdn, kla, gla
+void append_log_linear_kernels(std::vector<Kernel>& out);  // log_linear_fused.cu: log-linear, log-linear-gdn
+void append_hla_kernels(std::vector<Kernel>& out);  // hla_fused.cu: hla, hla-normalized, ahla
+void append_vla_kernels(std::vector<Kernel>& out);  // vla_fused.cu: vla
+void append_ccq_kernels(std::vector<Kernel>& out);  // ccq_fused.cu: ccq-gla, ccq-gdn
 
 }  // namespace larc::gpu::detail

@@ -141,6 +141,7 @@ const std::vector<Mechanism>& mechanisms() {
     detail::register_vla_mechanisms(out);
     detail::register_hla_mechanisms(out);
     detail::register_log_linear_mechanisms(out);
+    detail::register_ccq_mechanisms(out);
     return out;
   }();
   return all;

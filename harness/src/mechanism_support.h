@@ -71,5 +71,6 @@ void register_gla_mechanisms(std::vector<Mechanism>& out);
 void register_vla_mechanisms(std::vector<Mechanism>& out);
 void register_hla_mechanisms(std::vector<Mechanism>& out);
 void register_log_linear_mechanisms(std::vector<Mechanism>& out);
+void register_ccq_mechanisms(std::vector<Mechanism>& out);  // after gla and gdn: CCQ takes their inputs
 
 }  // namespace larc::harness::detail
