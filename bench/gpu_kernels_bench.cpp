@@ -131,7 +131,7 @@ void register_all() {
       benchmark::RegisterBenchmark((k.name + "/prefill/T=" + std::to_string(T)).c_str(), run, &k, s, false)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
-          ->MinTime(0.3);
+          ->MinTime(0.1);
     }
     if (!k.limits.initial_state) continue;
     for (std::int64_t bh : {16, 132, 1024}) {
@@ -140,7 +140,7 @@ void register_all() {
       benchmark::RegisterBenchmark((k.name + "/decode/BH=" + std::to_string(bh)).c_str(), run, &k, s, true)
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond)
-          ->MinTime(0.3);
+          ->MinTime(0.1);
     }
   }
 }

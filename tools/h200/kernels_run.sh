@@ -35,32 +35,45 @@ check)
   echo "gate (default grid + 16 random): exit $?"; tail -40 "$out/gate_small.txt"
   ;;
 full)
-  run_tests
-  # The H200 grid (issue 7 item 3): T ∈ {1, 63, 64, 65, 1000, 4096} × D ∈ {64, 128, 96}, all dtypes,
-  # plus randomized cases and the golden fixtures.
-  shapes=(); for T in 1 63 64 65 1000 4096; do for D in 64 128 96; do shapes+=(--shape "1,$T,2,$D,$D"); done; done
-  timeout 900 $B/larc gate "${subject_args[@]}" --jobs "$jobs" "${shapes[@]}" --json "$out/gate_grid.json" \
-    --markdown "$out/gate_grid.md" --junit "$out/gate_grid.xml" > "$out/gate_grid.txt" 2>&1
-  echo "gate grid: exit $?"; tail -30 "$out/gate_grid.txt"
-  timeout 300 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 200 --fixtures fixtures/golden \
-    --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
-  echo "gate random + fixtures: exit $?"; tail -30 "$out/gate_random.txt"
-  # compute-sanitizer over the gate's small grid (one job: the tools serialise anyway).
-  for tool in memcheck racecheck initcheck synccheck; do
-    timeout 600 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+  # Correctness first, all at once (the oracle is CPU work; the GPU is shared): the GPU tests, the gate's
+  # H200 grid (issue 7 item 3: T ∈ {1, 63, 64, 65, 1000, 4096} × D ∈ {64, 128, 96}, every dtype; one
+  # report per T group so a time limit loses only the group it stops), randomized cases with the golden
+  # fixtures, and compute-sanitizer memcheck and racecheck over the gate's small grid.
+  run_tests > "$out/tests.txt" 2>&1 &
+  for tool in memcheck racecheck; do
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
       $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 \
-      > "$out/sanitizer_$tool.txt" 2>&1
-    echo "compute-sanitizer $tool: exit $? $(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.txt" | tail -1)"
+      > "$out/sanitizer_$tool.txt" 2>&1; echo "compute-sanitizer $tool: exit $?" >> "$out/sanitizer_$tool.txt" &
   done
-  timeout 900 $B/gpu_kernels_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_format=json --benchmark_out="$out/bench_kernels.json" > "$out/bench_kernels.txt" 2>&1
+  gate_group() {  # name, timeout, then shapes
+    local name=$1 limit=$2; shift 2
+    local shapes=(); for sh in "$@"; do shapes+=(--shape "$sh"); done
+    timeout "$limit" $B/larc gate "${subject_args[@]}" --jobs "$jobs" "${shapes[@]}" --json "$out/gate_$name.json" \
+      --markdown "$out/gate_$name.md" > "$out/gate_$name.txt" 2>&1
+    echo "gate $name: exit $?"; tail -3 "$out/gate_$name.txt"
+  }
+  grid() { for T in "$@"; do for D in 64 128 96; do echo "1,$T,2,$D,$D"; done; done; }
+  gate_group T1-65 120 $(grid 1 63 64 65)
+  timeout 100 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 100 --fixtures fixtures/golden \
+    --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
+  echo "gate random + fixtures: exit $?"; tail -3 "$out/gate_random.txt"
+  gate_group T1000 100 $(grid 1000)
+  gate_group T4096 150 $(grid 4096)
+  wait
+  python3 tools/h200/join_gate_reports.py "$out"/gate_T*.json "$out/gate_random.json" --json "$out/gate.json" \
+    --markdown "$out/gate.md" | tail -30
+  cat "$out/tests.txt"; tail -2 "$out"/sanitizer_*.txt
+  # Then speed, alone on the device.
+  timeout 150 $B/gpu_kernels_bench --benchmark_repetitions=3 --benchmark_min_time=0.1 \
+    --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
+    > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .wheels/fla_core-*.whl \
     .wheels/flash_linear_attention-*.whl .wheels/einops-*.whl
-  PYTHONPATH=/tmp/site timeout 900 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
+  PYTHONPATH=/tmp/site timeout 120 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
   echo "peers: exit $?"
   python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
-    --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" | tail -25
+    --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" | tail -30
   ;;
 fuzz2)
   # One campaign over every GPU kernel, sharded through the shard environment (GTEST_SHARD_INDEX /
