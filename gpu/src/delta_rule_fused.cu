@@ -19,27 +19,35 @@ constexpr float kKlaEps = 1e-6f;    // harness mechanisms_delta_rule.cpp kKlaEps
 constexpr float kRatioEps = 1e-6f;  // harness mechanisms_linear_attention.cpp kRatioEps
 constexpr std::int64_t kMaxK = 256;
 
-template <class Pol, class T, int KMAX>
-cudaError_t enqueue(const Params<T>& p, std::int64_t blocks, int buffers, cudaStream_t stream) {
-  const auto kernel = fused_recurrent<Pol, T, KMAX>;
-  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(buffers) * staging_floats<Pol, KMAX>(p.capacity);
+template <class Pol, class T, int KMAX, int CHUNK>
+cudaError_t enqueue(Params<T> p, std::int64_t sequences, cudaStream_t stream) {
+  using G = GeometryFor<KMAX, CHUNK>;
+  p.tiles = (p.V + G::tile_v - 1) / G::tile_v;
+  p.capacity = static_cast<int>(p.tokens < CHUNK ? p.tokens : CHUNK);
+  if (p.capacity == 0) p.capacity = 1;
+  const int buffers = p.tokens > p.capacity ? 2 : 1;
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(buffers) * staging_floats<Pol, G>(p.capacity);
+  const auto kernel = fused_recurrent<Pol, T, KMAX, CHUNK>;
   if (smem > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
+  const std::int64_t blocks = sequences * p.H * p.tiles;
   kernel<<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(p);
   return cudaSuccess;
 }
 
-// K ≤ 64, 128, 256: the rows each lane holds (Geometry), chosen at launch.
+// K ≤ 64, 128, 256: the rows each lane holds, chosen at launch; decode (at most one token per
+// sequence on average) stages one token at a time and maps lanes for whole-sector state traffic.
+// The arithmetic of a token does not depend on either choice (the fixed summation tree of
+// delta_rule_fused.cuh), so every launch of a sequence gives the same bits.
 template <class Pol, class T>
-cudaError_t enqueue_for_k(Params<T> p, std::int64_t blocks, cudaStream_t stream) {
+cudaError_t enqueue_for_k(const Params<T>& p, std::int64_t sequences, cudaStream_t stream) {
+  const bool decode = p.tokens <= (p.cu_seqlens != nullptr ? sequences : 1);
   const auto run = [&]<int KMAX>() {
-    p.capacity = static_cast<int>(p.tokens < Geometry<KMAX>::chunk ? p.tokens : Geometry<KMAX>::chunk);
-    if (p.capacity == 0) p.capacity = 1;
-    const int buffers = p.tokens > p.capacity ? 2 : 1;
-    return enqueue<Pol, T, KMAX>(p, blocks, buffers, stream);
+    return decode ? enqueue<Pol, T, KMAX, 1>(p, sequences, stream)
+                  : enqueue<Pol, T, KMAX, kPrefillChunk<KMAX>>(p, sequences, stream);
   };
   if (p.K <= 64) return run.template operator()<64>();
   if (p.K <= 128) return run.template operator()<128>();
@@ -77,8 +85,8 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   v.require_size('K', 1, kMaxK);
   v.require_size('V', 1, 0);
   const std::int64_t sequences = v.size(varlen ? 'N' : 'B');
-  const std::int64_t tiles = (v.size('V') + kTileV - 1) / kTileV;
-  const std::int64_t blocks = sequences * v.size('H') * tiles;
+  const std::int64_t narrowest_tile = Geometry<64, 8>::tile_v;  // the most blocks any geometry launches
+  const std::int64_t blocks = sequences * v.size('H') * ((v.size('V') + narrowest_tile - 1) / narrowest_tile);
   v.require_grid(blocks);
   if (!v.ok()) return v.status();
   if (blocks == 0) return Status::success();  // no sequence or no head: nothing to compute
@@ -102,10 +110,9 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.H = static_cast<int>(v.size('H'));
     p.K = static_cast<int>(v.size('K'));
     p.V = static_cast<int>(v.size('V'));
-    p.tiles = static_cast<int>(tiles);
     p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.K)));
     p.eps = Pol::ratio ? kRatioEps : kKlaEps;
-    return enqueue_for_k<Pol>(p, blocks, stream_of(args));
+    return enqueue_for_k<Pol>(p, sequences, stream_of(args));
   });
   if (e != cudaSuccess)  // the shared-memory opt-in failed; nothing was launched
     return Status::failure(name + ": launch failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));

@@ -8,17 +8,24 @@
 //                     β_t = η_t / (‖k_t‖² + ε) computed here from k_t for KLA (SPEC §3)
 //   read    o_t = S^T (scale q_t) | scale · S^T q_t (LA) | S^T φ(q_t) / (z^T φ(q_t) + ε) (ratio LA)
 //
-// Mapping. One block per (sequence, head, tile of kTileV value columns), the big index in gridDim.x.
-// Each warp owns kColsPerWarp columns; lane = row_group · kColsPerWarp + column, so the
-// kRowGroups lanes of one column split K into contiguous runs of Geometry::rows rows and hold
-// that K×1 slice of the fp32 state in registers. The column dot products k^T S and q^T S are an
-// in-lane sum over the lane's rows (four fixed accumulators) followed by a butterfly over the row
-// groups (__shfl_xor_sync), which leaves the same bits in every lane: deterministic, no atomics.
-// Inputs are staged per chunk of Geometry::chunk tokens into shared memory as fp32 (features,
-// decays and the query scale applied there, off the per-token dependency chain), double-buffered:
-// the global loads of chunk c+1 are issued into registers before chunk c is computed and written to
-// the other buffer after it. Rows K..KMAX−1 and columns V.. are staged as zeros, so the padded
-// state stays exactly zero and adds nothing to any sum; only the state and o accesses are guarded.
+// Mapping. One block of kWarps warps per (sequence, head, tile of Geometry::tile_v value columns),
+// the big index in gridDim.x. Each warp owns cols_per_warp columns; lane = row_group ·
+// cols_per_warp + column, so the row_groups lanes of one column split K into contiguous runs and
+// hold that K×1 slice of the fp32 state in registers. Prefill uses 8 row groups (tiles of 16
+// columns: many blocks for few heads); decode (CHUNK = 1) uses 4 (tiles of 32 columns: a warp reads
+// whole 32-byte sectors of a state row and a block whole 128-byte lines).
+//
+// Sums over K (k^T S, q^T S, z^T q, ‖k‖²) always follow one tree, whatever the mapping: K is cut into
+// kLeafRuns runs of KMAX/8 rows, each summed with four accumulators in a fixed order, and the run
+// sums are combined pairwise as a butterfly (runs g and g^1, then g^2, then g^4) — in registers
+// where a lane holds both runs, by __shfl_xor_sync across lanes otherwise. Every lane of a column
+// ends with the same bits, prefill and decode kernels give the same bits, no atomics.
+//
+// Inputs are staged per chunk of CHUNK tokens into shared memory as fp32 (features, decays and the
+// query scale applied there, off the per-token dependency chain), double-buffered: the global loads
+// of chunk c+1 are issued into registers before chunk c is computed and written to the other buffer
+// after it. Rows K..KMAX−1 and columns V.. are staged as zeros, so the padded state stays exactly
+// zero and adds nothing to any sum; only the state and o accesses are guarded.
 #pragma once
 
 #include <cstdint>
@@ -48,28 +55,29 @@ using KaczmarzLinearAttention = Policy<Decay::scalar, Write::delta_key_normalise
 using GatedLinearAttention = Policy<Decay::channel, Write::additive, Read::scaled_query>;
 
 constexpr int kWarps = 4;
-constexpr int kRowGroups = 8;
-constexpr int kColsPerWarp = 32 / kRowGroups;
-constexpr int kTileV = kWarps * kColsPerWarp;  // value columns per block
 constexpr int kThreads = 32 * kWarps;
+constexpr int kLeafRuns = 8;  // K is summed as 8 runs of KMAX/8 rows
 
-// Sizes for keys of at most KMAX rows (64, 128 or 256).
-template <int KMAX>
+// Sizes for keys of at most KMAX rows (64, 128 or 256) split over ROW_GROUPS lanes per column.
+template <int KMAX, int ROW_GROUPS>
 struct Geometry {
-  static constexpr int rows = KMAX / kRowGroups;  // state rows per lane
-  // Shared-memory floats between two row groups' runs: ≡ 4 (mod 8), so the two runs a quarter-warp
-  // reads with one 16-byte load fall in different banks.
-  static constexpr int row_stride = rows + 4;
-  static constexpr int key_pitch = kRowGroups * row_stride;  // floats per staged token of k, q, gk
-  static constexpr int chunk = 2048 / KMAX;                   // tokens staged per chunk
+  static constexpr int cols_per_warp = 32 / ROW_GROUPS;
+  static constexpr int tile_v = kWarps * cols_per_warp;  // value columns per block
+  static constexpr int run = KMAX / kLeafRuns;           // rows per leaf run
+  static constexpr int runs_per_lane = kLeafRuns / ROW_GROUPS;
+  static constexpr int rows = run * runs_per_lane;  // state rows per lane
+  // Shared-memory floats between two runs: ≡ 4 (mod 8), so the runs a quarter-warp reads with one
+  // 16-byte load fall in different banks.
+  static constexpr int run_stride = run + 4;
+  static constexpr int key_pitch = kLeafRuns * run_stride;  // floats per staged token of k, q, gk
+  static_assert(run % 8 == 0 && ROW_GROUPS * cols_per_warp == 32 && runs_per_lane * ROW_GROUPS == kLeafRuns);
 };
 
-// Shared-memory row slot of key row r.
 template <int KMAX>
-__device__ __forceinline__ int key_slot(int r) {
-  using G = Geometry<KMAX>;
-  return (r / G::rows) * G::row_stride + r % G::rows;
-}
+constexpr int kPrefillChunk = 2048 / KMAX;  // tokens staged per chunk over sequences
+
+template <int KMAX, int CHUNK>
+using GeometryFor = Geometry<KMAX, CHUNK == 1 ? 4 : 8>;
 
 template <class T>
 struct Params {
@@ -83,15 +91,15 @@ struct Params {
   bool cu_seqlens_int64 = false;
   std::int64_t tokens = 0;  // T: tokens per batch entry (varlen: all packed tokens)
   int H = 0, K = 0, V = 0;
-  int tiles = 0;     // ceil(V / kTileV)
-  int capacity = 0;  // tokens per staged chunk (≤ Geometry::chunk, ≤ T)
+  int tiles = 0;     // ceil(V / tile_v)
+  int capacity = 0;  // tokens per staged chunk (≤ CHUNK, ≤ T)
   float scale = 1, eps = 0;
 };
 
 // Floats of one staging buffer holding `capacity` tokens, a multiple of 4 (16-byte aligned buffers).
-template <class Pol, int KMAX>
+template <class Pol, class G>
 __host__ __device__ constexpr int staging_floats(int capacity) {
-  const int per_token = (Pol::decay == Decay::channel ? 3 : 2) * Geometry<KMAX>::key_pitch + kTileV + 2;
+  const int per_token = (Pol::decay == Decay::channel ? 3 : 2) * G::key_pitch + G::tile_v + 2;
   return (capacity * per_token + 3) / 4 * 4;
 }
 
@@ -100,34 +108,40 @@ struct Staged {
   float* k;
   float* q;
   float* decay;  // gk as e^{gk}, per row (channel decay only)
-  float* v;      // kTileV columns of this block's tile
+  float* v;      // tile_v columns of this block's tile
   float* alpha;  // e^{g} (scalar decay)
   float* step;   // beta or eta
 };
 
-template <class Pol, int KMAX>
+template <class Pol, class G>
 __device__ __forceinline__ Staged staged_at(float* base, int capacity) {
-  constexpr int pitch = Geometry<KMAX>::key_pitch;
   Staged s;
   s.k = base;
-  s.q = s.k + capacity * pitch;
-  s.decay = s.q + capacity * pitch;
-  s.v = s.decay + (Pol::decay == Decay::channel ? capacity * pitch : 0);
-  s.alpha = s.v + capacity * kTileV;
+  s.q = s.k + capacity * G::key_pitch;
+  s.decay = s.q + capacity * G::key_pitch;
+  s.v = s.decay + (Pol::decay == Decay::channel ? capacity * G::key_pitch : 0);
+  s.alpha = s.v + capacity * G::tile_v;
   s.step = s.alpha + capacity;
   return s;
 }
 
+// Shared-memory slot of key row r within a token.
+template <class G>
+__device__ __forceinline__ int key_slot(int r) {
+  return (r / G::run) * G::run_stride + r % G::run;
+}
+
 __device__ __forceinline__ float elu_plus_one(float x) { return x > 0.f ? x + 1.f : expf(x); }
 
-// The raw inputs of one chunk held in registers between the global loads and the shared stores.
-template <class Pol, class T, int KMAX>
+// The raw inputs of one chunk (≤ CHUNK tokens) held in registers between the global loads and the
+// shared stores. Element e of a chunk goes to thread e % kThreads; elements past the chunk's tokens
+// are neither loaded nor stored.
+template <class Pol, class T, int KMAX, int CHUNK>
 struct ChunkLoader {
-  using G = Geometry<KMAX>;
-  static constexpr int kKeyLoads = G::chunk * KMAX / kThreads;     // k, q (and gk) elements per thread
-  static constexpr int kValueLoads = G::chunk * kTileV / kThreads;  // v elements per thread
-  static_assert(kKeyLoads * kThreads == G::chunk * KMAX && kValueLoads * kThreads == G::chunk * kTileV);
-  static_assert(G::chunk <= kThreads, "one thread loads each token's gates");
+  using G = GeometryFor<KMAX, CHUNK>;
+  static constexpr int kKeyLoads = (CHUNK * KMAX + kThreads - 1) / kThreads;        // k, q (and gk) per thread
+  static constexpr int kValueLoads = (CHUNK * G::tile_v + kThreads - 1) / kThreads;  // v per thread
+  static_assert(CHUNK <= kThreads, "one thread loads each token's gates");
 
   T k[kKeyLoads], q[kKeyLoads], gk[Pol::decay == Decay::channel ? kKeyLoads : 1], v[kValueLoads];
   T gate{}, step{};
@@ -144,7 +158,7 @@ struct ChunkLoader {
     }
 #pragma unroll
     for (int i = 0; i < kValueLoads; ++i) {
-      const int e = threadIdx.x + i * kThreads, t = e / kTileV, col = tile * kTileV + e % kTileV;
+      const int e = threadIdx.x + i * kThreads, t = e / G::tile_v, col = tile * G::tile_v + e % G::tile_v;
       v[i] = t < n && col < p.V ? *p.v.at(b, t0 + t, h, col) : T{};
     }
     const int t = threadIdx.x;
@@ -166,15 +180,15 @@ struct ChunkLoader {
         qf = elu_plus_one(qf);
       }
       if constexpr (Pol::read == Read::scaled_query) qf = p.scale * qf;
-      const int slot = t * G::key_pitch + key_slot<KMAX>(r);
+      const int slot = t * G::key_pitch + key_slot<G>(r);
       s.k[slot] = in ? kf : 0.f;
       s.q[slot] = in ? qf : 0.f;
       if constexpr (Pol::decay == Decay::channel) s.decay[slot] = in ? expf(to_float(gk[i])) : 0.f;
     }
 #pragma unroll
     for (int i = 0; i < kValueLoads; ++i) {
-      const int e = threadIdx.x + i * kThreads, t = e / kTileV;
-      if (t < n) s.v[e] = to_float(v[i]);  // zero-filled at load for columns ≥ V
+      const int e = threadIdx.x + i * kThreads;
+      if (e / G::tile_v < n) s.v[e] = to_float(v[i]);  // zero-filled at load for columns ≥ V
     }
     const int t = threadIdx.x;
     if (t < n) {
@@ -184,51 +198,59 @@ struct ChunkLoader {
   }
 };
 
-template <int R>
-__device__ __forceinline__ void load_run(float (&dst)[R], const float* src) {
-  static_assert(R % 4 == 0);
+// This lane's rows of a staged token: its runs_per_lane consecutive runs.
+template <class G>
+__device__ __forceinline__ void load_rows(float (&dst)[G::rows], const float* token, int first_run) {
 #pragma unroll
-  for (int j = 0; j < R; j += 4) {
-    const float4 x = *reinterpret_cast<const float4*>(src + j);
-    dst[j] = x.x;
-    dst[j + 1] = x.y;
-    dst[j + 2] = x.z;
-    dst[j + 3] = x.w;
+  for (int s = 0; s < G::runs_per_lane; ++s)
+#pragma unroll
+    for (int j = 0; j < G::run; j += 4) {
+      const float4 x = *reinterpret_cast<const float4*>(token + (first_run + s) * G::run_stride + j);
+      dst[s * G::run + j] = x.x;
+      dst[s * G::run + j + 1] = x.y;
+      dst[s * G::run + j + 2] = x.z;
+      dst[s * G::run + j + 3] = x.w;
+    }
+}
+
+// Σ_r a_r b_r over the column's K rows by the fixed tree of the header comment; every lane of the
+// column gets the same bits.
+template <class G>
+__device__ __forceinline__ float column_dot(const float (&a)[G::rows], const float (&b)[G::rows]) {
+  float run_sum[G::runs_per_lane];
+#pragma unroll
+  for (int s = 0; s < G::runs_per_lane; ++s) {
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < G::run; ++j) acc[j % 4] = fmaf(a[s * G::run + j], b[s * G::run + j], acc[j % 4]);
+    run_sum[s] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   }
-}
-
-// Σ_j a_j b_j over a lane's run in a fixed order (four accumulators).
-template <int R>
-__device__ __forceinline__ float run_dot(const float (&a)[R], const float (&b)[R]) {
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-  for (int j = 0; j < R; ++j) acc[j % 4] = fmaf(a[j], b[j], acc[j % 4]);
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
-}
-
-// The sum over the kRowGroups lanes of one column; the butterfly gives every lane the same bits.
-__device__ __forceinline__ float column_sum(float x) {
+  for (int w = 1; w < G::runs_per_lane; w *= 2)  // butterfly levels within the lane
 #pragma unroll
-  for (int m = kColsPerWarp; m < 32; m *= 2) x += __shfl_xor_sync(0xffffffffu, x, m);
+    for (int s = 0; s < G::runs_per_lane; s += 2 * w) run_sum[s] = run_sum[s] + run_sum[s + w];
+  float x = run_sum[0];
+#pragma unroll
+  for (int m = G::cols_per_warp; m < 32; m *= 2) x += __shfl_xor_sync(0xffffffffu, x, m);  // across lanes
   return x;
 }
 
-template <class Pol, class T, int KMAX>
+template <class Pol, class T, int KMAX, int CHUNK>
 __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
-  using G = Geometry<KMAX>;
+  using G = GeometryFor<KMAX, CHUNK>;
   constexpr int R = G::rows;
   extern __shared__ float4 smem_vec[];
   float* const smem = reinterpret_cast<float*>(smem_vec);
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int row0 = (lane / kColsPerWarp) * R;  // first state row of this lane
-  const bool writes_o = lane < kColsPerWarp;   // row group 0 stores the column's outputs
-  const int col_in_tile = warp * kColsPerWarp + lane % kColsPerWarp;
+  const int group = lane / G::cols_per_warp;  // row group: rows row0 .. row0 + R − 1
+  const int first_run = group * G::runs_per_lane, row0 = group * R;
+  const int col_in_tile = warp * G::cols_per_warp + lane % G::cols_per_warp;
   const std::int64_t block = blockIdx.x;
   const int tile = static_cast<int>(block % p.tiles);
   const int h = static_cast<int>(block / p.tiles % p.H);
   const std::int64_t n = block / p.tiles / p.H;  // sequence (= batch entry unless varlen)
-  const int col = tile * kTileV + col_in_tile;
+  const int col = tile * G::tile_v + col_in_tile;
   const bool col_in = col < p.V;
 
   // Sequence n: tokens [bos, eos) of batch entry b.
@@ -262,12 +284,12 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
   }
 
   const std::int64_t length = eos - bos;
-  const int buffer_floats = staging_floats<Pol, KMAX>(p.capacity);
-  ChunkLoader<Pol, T, KMAX> loader;
+  const int buffer_floats = staging_floats<Pol, G>(p.capacity);
+  ChunkLoader<Pol, T, KMAX, CHUNK> loader;
   if (length > 0) {
     const int first = static_cast<int>(length < p.capacity ? length : p.capacity);
     loader.load(p, b, h, bos, first, tile);
-    loader.store(staged_at<Pol, KMAX>(smem, p.capacity), p, first);
+    loader.store(staged_at<Pol, G>(smem, p.capacity), p, first);
     __syncthreads();
   }
   int buffer = 0;
@@ -277,42 +299,41 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
     const int next_count = static_cast<int>(length - next < p.capacity ? length - next : p.capacity);
     if (next_count > 0) loader.load(p, b, h, bos + next, next_count, tile);  // in flight during this chunk
 
-    const Staged s = staged_at<Pol, KMAX>(smem + buffer * buffer_floats, p.capacity);
+    const Staged s = staged_at<Pol, G>(smem + buffer * buffer_floats, p.capacity);
     for (int t = 0; t < count; ++t) {
-      const int run = t * G::key_pitch + (row0 / R) * G::row_stride;
       float k[R], q[R];
-      load_run(k, s.k + run);
-      load_run(q, s.q + run);
+      load_rows<G>(k, s.k + t * G::key_pitch, first_run);
+      load_rows<G>(q, s.q + t * G::key_pitch, first_run);
       if constexpr (Pol::decay == Decay::scalar) {
         const float alpha = s.alpha[t];
 #pragma unroll
         for (int j = 0; j < R; ++j) S[j] *= alpha;
       } else if constexpr (Pol::decay == Decay::channel) {
         float a[R];
-        load_run(a, s.decay + run);
+        load_rows<G>(a, s.decay + t * G::key_pitch, first_run);
 #pragma unroll
         for (int j = 0; j < R; ++j) S[j] *= a[j];
       }
-      float u = s.v[t * kTileV + col_in_tile];
+      float u = s.v[t * G::tile_v + col_in_tile];
       if constexpr (Pol::delta) {
-        const float projection = column_sum(run_dot(S, k));  // (S^T k)_col
+        const float projection = column_dot<G>(S, k);  // (S^T k)_col
         float beta = s.step[t];
-        if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (column_sum(run_dot(k, k)) + p.eps);
+        if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (column_dot<G>(k, k) + p.eps);
         u = beta * (u - projection);
       }
 #pragma unroll
       for (int j = 0; j < R; ++j) S[j] = fmaf(k[j], u, S[j]);
-      float out = column_sum(run_dot(S, q));
+      float out = column_dot<G>(S, q);
       if constexpr (Pol::ratio) {
 #pragma unroll
         for (int j = 0; j < R; ++j) z[j] += k[j];
-        out = out / (column_sum(run_dot(z, q)) + p.eps);
+        out = out / (column_dot<G>(z, q) + p.eps);
       }
       if constexpr (Pol::read == Read::scaled_output) out = p.scale * out;
-      if (writes_o && col_in) *p.o.at(b, bos + c0 + t, h, col) = from_float<T>(out);
+      if (group == 0 && col_in) *p.o.at(b, bos + c0 + t, h, col) = from_float<T>(out);
     }
 
-    if (next_count > 0) loader.store(staged_at<Pol, KMAX>(smem + (buffer ^ 1) * buffer_floats, p.capacity), p, next_count);
+    if (next_count > 0) loader.store(staged_at<Pol, G>(smem + (buffer ^ 1) * buffer_floats, p.capacity), p, next_count);
     buffer ^= 1;
     __syncthreads();  // the next buffer is written; nobody reads this one any more
   }
@@ -323,7 +344,7 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
       if (row0 + j < p.K) *p.final_state.at(n, h, row0 + j, col) = S[j];
   }
   if constexpr (Pol::ratio) {
-    if (p.final_normalizer.data != nullptr && tile == 0 && warp == 0 && lane % kColsPerWarp == 0) {
+    if (p.final_normalizer.data != nullptr && tile == 0 && warp == 0 && lane % G::cols_per_warp == 0) {
 #pragma unroll
       for (int j = 0; j < R; ++j)
         if (row0 + j < p.K) *p.final_normalizer.at(n, h, row0 + j) = z[j];
