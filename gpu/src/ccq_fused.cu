@@ -205,11 +205,7 @@ Status launch(const LaunchArgs& args) {
   const TensorView* final_state = v.output("final_state", "BHKV", DType::fp32, /*optional=*/true);
   const TensorView* key_gram = v.output("final_key_gram", "BHKK", DType::fp32, /*optional=*/true);
   const TensorView* key_sum = v.output("final_key_sum", "BHK", DType::fp32, /*optional=*/true);
-  v.require_size('K', 1, kMaxK);
-  v.require_size('V', 1, 0);
-  const std::int64_t tiles = (v.size('V') + StateColumns<32>::kTileV - 1) / StateColumns<32>::kTileV;
-  const std::int64_t blocks = v.size('B') * v.size('H') * tiles;
-  v.require_grid(blocks);
+  const auto [tiles, blocks] = require_column_tiles(v, kMaxK);
   if (!v.ok()) return v.status();
   if (blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
 

@@ -202,4 +202,22 @@ __device__ __forceinline__ BlockHead block_head(int H, int tiles) {
   return {block / tiles / H, static_cast<int>(block / tiles % H), static_cast<int>(block % tiles)};
 }
 
+// The launch geometry: one block per (b, h, tile of StateColumns' kTileV value columns).
+struct ColumnTiles {
+  std::int64_t tiles = 0;   // per head
+  std::int64_t blocks = 0;  // B · H · tiles, in gridDim.x
+};
+
+// Validates 1 ≤ K ≤ max_k and V ≥ 1 and the grid against gridDim.x.
+inline ColumnTiles require_column_tiles(Validator& v, std::int64_t max_k) {
+  v.require_size('K', 1, max_k);
+  v.require_size('V', 1, 0);
+  constexpr std::int64_t tile = StateColumns<32>::kTileV;
+  ColumnTiles g;
+  g.tiles = (v.size('V') + tile - 1) / tile;
+  g.blocks = v.size('B') * v.size('H') * g.tiles;
+  v.require_grid(g.blocks);
+  return g;
+}
+
 }  // namespace larc::gpu::detail::onchip

@@ -183,11 +183,7 @@ Status launch(const LaunchArgs& args) {
             "takes no 'initial_state': VLA's memory is (Sᵀ, A, ζ) and a carried Sᵀ alone does not continue a sequence");
   const TensorView* o = v.output("o", "BTHV", dt);
   const TensorView* final_state = v.output("final_state", "BHKV", DType::fp32, /*optional=*/true);
-  v.require_size('K', 1, kMaxK);
-  v.require_size('V', 1, 0);
-  const std::int64_t tiles = (v.size('V') + StateColumns<32>::kTileV - 1) / StateColumns<32>::kTileV;
-  const std::int64_t blocks = v.size('B') * v.size('H') * tiles;
-  v.require_grid(blocks);
+  const auto [tiles, blocks] = require_column_tiles(v, kMaxK);
   if (!v.ok()) return v.status();
   if (blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
 
