@@ -38,9 +38,9 @@ full)
   # Correctness first, all at once (the oracle is CPU work; the GPU is shared): the GPU tests, the gate's
   # H200 grid (issue 7 item 3: T ∈ {1, 63, 64, 65, 1000, 4096} × D ∈ {64, 128, 96}, every dtype; one
   # report per T group so a time limit loses only the group it stops), randomized cases with the golden
-  # fixtures, and compute-sanitizer memcheck and racecheck over the gate's small grid.
+  # fixtures, and compute-sanitizer (memcheck, racecheck, initcheck, synccheck) over the gate's small grid.
   run_tests > "$out/tests.txt" 2>&1 &
-  for tool in memcheck racecheck; do
+  for tool in memcheck racecheck initcheck synccheck; do
     timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
       $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 \
       > "$out/sanitizer_$tool.txt" 2>&1; echo "compute-sanitizer $tool: exit $?" >> "$out/sanitizer_$tool.txt" &
