@@ -62,7 +62,17 @@ full)
   wait
   python3 tools/h200/join_gate_reports.py "$out"/gate_T*.json "$out/gate_random.json" --json "$out/gate.json" \
     --markdown "$out/gate.md" | tail -30
-  cat "$out/tests.txt"; tail -2 "$out"/sanitizer_*.txt
+  cat "$out/tests.txt"
+  {
+    echo "# compute-sanitizer over every GPU kernel on the H200"; echo
+    echo "Source tree (reference/ + gpu/): \`$LARC_TREE_HASH\`. Each tool ran \`larc gate\` over every GPU subject,"
+    echo "bf16, shapes 1,65,2,32,32 and 2,1,1,96,64 (tools/h200/kernels_run.sh full)."; echo
+    echo "| tool | summary | exit |"; echo "|---|---|---|"
+    for tool in memcheck racecheck initcheck synccheck; do
+      echo "| $tool | $(grep -h 'ERROR SUMMARY' "$out/sanitizer_$tool.txt" | tail -1) | $(sed -n 's/^compute-sanitizer [a-z]*: exit //p' "$out/sanitizer_$tool.txt") |"
+    done
+  } > "$out/sanitizers.md"
+  cat "$out/sanitizers.md"
   # Then speed, alone on the device.
   timeout 150 $B/gpu_kernels_bench --benchmark_repetitions=3 --benchmark_min_time=0.1 \
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
