@@ -8,6 +8,7 @@
 #include "claims_vla_common.h"
 #include "larc/proofs_check/exact.h"
 #include "larc/properties/search.h"
+#include "larc/properties/vla_jacobian.h"
 #include "larc/reference/linear_attention.h"
 #include "larc/reference/op_count.h"
 #include "larc/reference/vla.h"
@@ -191,63 +192,6 @@ bool top_eigenvalue_bracketed(const Mat<W>& gram, const Mat<W>& weight, const W&
 
 // ---- C1: per-step Jacobian spectral norms -----------------------------------------------------------
 
-// The characterisation checked below: with c = k̂^T α̂, I − k̂ α̂^T (unit k̂, α̂) acts on span{k̂, α̂} with
-// singular values σ± where σ+² + σ−² = 3 − 2c and σ+ σ− = |1 − c|, and as the identity on the
-// complement (d ≥ 2), so ‖J‖₂² = (3 − 2c + √(5 − 4c))/2 for d ≥ 2, and (1 − c)² for d = 1.
-template <class S>
-S jacobian_norm_squared(const S& c, Eigen::Index d) {
-  using std::sqrt;
-  if (d == 1) return (S(1) - c) * (S(1) - c);
-  return (S(3) - S(2) * c + sqrt(S(5) - S(4) * c)) / S(2);
-}
-
-const double kGoldenRatio = (1 + std::sqrt(5.0)) / 2;  // lim_{c→0} √((3 − 2c + √(5 − 4c))/2)
-
-struct JacobianCase {
-  std::uint64_t seed = 0;
-  int d = 1, T = 1, lambda_index = 1;  // λ0 = 0.1, 1, 10
-  bool nudge = false;
-  double lambda0() const { return lambda_index == 0 ? 0.1 : lambda_index == 1 ? 1.0 : 10.0; }
-  std::string describe() const {
-    return "{seed=" + std::to_string(seed) + ", d_h=" + std::to_string(d) + ", T=" + std::to_string(T) +
-           ", λ0=" + fmt(lambda0()) + ", nudge=" + (nudge ? "every 20 by 1e-3" : "off") +
-           "; keys/queries/values N(0,1), authors' u_t = norm(W_u k_t)/√d, W_u ~ N(0,1/d)}";
-  }
-};
-
-rc::Gen<JacobianCase> gen_jacobian_case() {
-  return rc::gen::build<JacobianCase>(rc::gen::set(&JacobianCase::seed, rc::gen::arbitrary<std::uint64_t>()),
-                                      rc::gen::set(&JacobianCase::d, rc::gen::inRange(1, 13)),
-                                      rc::gen::set(&JacobianCase::T, rc::gen::inRange(1, 31)),
-                                      rc::gen::set(&JacobianCase::lambda_index, rc::gen::inRange(0, 3)),
-                                      rc::gen::set(&JacobianCase::nudge, rc::gen::arbitrary<bool>()));
-}
-
-// One step of a run at 266 bits: F = I − k̂ α̂^T, A_t and c = k̂^T α̂.
-struct JacobianStep {
-  Mat<W> f, a;
-  W c;
-};
-
-template <class OnStep>
-void for_each_jacobian(const vla::Problem<double>& pd, OnStep&& on_step) {
-  vla::Options<W> opt;
-  opt.lambda0 = W(pd.opt.lambda0);
-  opt.nudge_period = pd.opt.nudge_period;
-  const Eigen::Index d = pd.dk();
-  Mat<W> a = Mat<W>::Identity(d, d) / opt.lambda0;
-  for (Eigen::Index t = 0; t < pd.T(); ++t) {
-    vla::penalise(opt, a, ref::Vec<W>(ref::cast_matrix<W>(pd.u).row(t).transpose()), t + 1);
-    const auto w = vla::write_directions(opt, a, vla::feature(opt.feature, ref::Vec<W>(ref::cast_matrix<W>(pd.k).row(t).transpose())));
-    on_step(t, JacobianStep{Mat<W>(Mat<W>::Identity(d, d) - w.khat * w.alpha_hat.transpose()), a, W(w.khat.dot(w.alpha_hat))});
-  }
-}
-
-vla::Problem<double> jacobian_problem(const JacobianCase& c) {
-  Rng rng(c.seed);
-  return random_vla_problem(rng, c.T, c.d, 2, c.lambda0(), c.nudge ? 20 : 0);
-}
-
 const W kBracket("1e-60");  // relative width of the eigenvalue brackets (the rounding of 266-bit arithmetic is ~1e-78)
 
 // The claim at one step: ‖J‖₂ = 1, i.e. the top eigenvalue of J^T J is 1.
@@ -338,9 +282,7 @@ ClaimOutcome vla_c1(const ClaimConfig& cfg) {
   int steps = 0, not_one = 0;
   CharacterisationCheck all;
   double min_norm_d2 = 1e300, max_norm = 0, min_c = 1, d1_max = 0;
-  rc::Random random(cfg.seed);
-  for (int i = 0; i < cfg.trials; ++i) {
-    const JacobianCase c = gen_jacobian_case()(random.split(), 100).value();
+  for (const JacobianCase& c : random_jacobian_cases(cfg.seed, cfg.trials)) {
     for_each_jacobian(jacobian_problem(c), [&](Eigen::Index, const JacobianStep& s) {
       ++steps;
       not_one += !norm_is_one(s);
