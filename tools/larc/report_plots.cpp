@@ -42,12 +42,13 @@ void draw_figures(const ReportContext& ctx, const std::string& python, const std
                     " --out " + shell_quoted(ctx.out_dir);
   for (const Figure& f : figures) {
     std::filesystem::remove(ctx.out_dir + "/" + f.name + ".png");
-    cmd += " " + shell_quoted(f.name);
+    cmd.append(" ").append(shell_quoted(f.name));
   }
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("report: " + script + " failed (its message is above)");
-  for (const Figure& f : figures)
-    if (!std::filesystem::exists(ctx.out_dir + "/" + f.name + ".png"))
-      throw std::runtime_error("report: " + script + " did not write " + ctx.out_dir + "/" + f.name + ".png");
+  for (const Figure& f : figures) {
+    const std::string png = ctx.out_dir + "/" + f.name + ".png";
+    if (!std::filesystem::exists(png)) throw std::runtime_error("report: " + script + " did not write " + png);
+  }
 }
 
 }  // namespace larc::cli::report
