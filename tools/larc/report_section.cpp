@@ -14,11 +14,15 @@ void write_data(const ReportContext& ctx, const std::string& file, const std::st
 Csv& Csv::cell(const std::string& s) {
   std::string field = s;
   if (s.find_first_of(",\"\n") != std::string::npos) {  // RFC 4180 quoting
-    field = "\"";
-    for (char c : s) field += c == '"' ? std::string("\"\"") : std::string(1, c);
-    field += "\"";
+    field.assign(1, '"');
+    for (char c : s) {
+      if (c == '"') field += '"';  // a quote is doubled
+      field += c;
+    }
+    field += '"';
   }
-  text_ += (row_open_ ? "," : "") + field;
+  if (row_open_) text_ += ',';
+  text_ += field;
   row_open_ = true;
   return *this;
 }
