@@ -9,6 +9,7 @@
 #include "larc/proofs_check/exact.h"
 #include "larc/properties/search.h"
 #include "larc/properties/vla_jacobian.h"
+#include "larc/properties/vla_kernel_speed.h"
 #include "larc/reference/linear_attention.h"
 #include "larc/reference/op_count.h"
 #include "larc/reference/vla.h"
@@ -676,15 +677,15 @@ ClaimOutcome vla_c10(const ClaimConfig& cfg) {
     ev << (form == 0 ? "VLA serial" : form == 1 ? "VLA scan (work)" : "LA (ratio, ELU+1)") << ": " << fmt(per_token[form], 6)
        << " ops/token at d = " << d << ", counts exactly affine in T (setup + T × per-token) over 256, 512, 1024: " << (lin ? "yes" : "no") << "; ";
   }
-  ev << "VLA/LA operation ratio " << fmt(per_token[0] / per_token[2]) << " (the paper: about 5×). The speed figures (≈14× "
-        "over sequential Python, below softmax attention latency at ≈43,000 tokens) need a fused kernel: larc has no VLA "
-        "kernel yet. What will check it: a fused VLA kernel in gpu/ registered in the kernel registry, gated against this "
-        "reference, and timed on the H200 against PyTorch SDPA (FlashAttention) at T = 2^10 .. 2^17 with the crossover "
-        "located by bisection, and against the sequential reference.";
-  ClaimOutcome out;
-  out.verdict = Verdict::not_checkable_here;
-  out.evidence = ev.str();
-  if (!linear) out.counterexample = "VLA's serial operation count is not affine in T (see evidence).";
+  ev << "VLA/LA operation ratio " << fmt(per_token[0] / per_token[2]) << " (the paper: about 5×). Speed: ";
+  // The speed figures are judged from larc's fused VLA kernel (gpu/src/vla_fused.cu) timed on the H200
+  // beside SDPA and a sequential PyTorch loop (reports/h200/bench.json; tools/h200/kernels_run.sh full).
+  ClaimOutcome out = judge_vla_kernel_speed(read_h200_bench_report());
+  out.evidence = ev.str() + out.evidence;
+  if (!linear) {
+    out.verdict = Verdict::not_checkable_here;
+    out.counterexample = "VLA's serial operation count is not affine in T (see evidence).";
+  }
   return out;
 }
 
