@@ -4,8 +4,9 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# python3-matplotlib: the figures of `larc report` (docs/accuracy).
 apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ \
   libeigen3-dev libboost-dev libqd-dev libmpfr-dev libgmp-dev \
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcli11-dev >/dev/null
+  nlohmann-json3-dev libcli11-dev python3-matplotlib >/dev/null

@@ -1,4 +1,4 @@
-// larc: a thin command-line face over properties/ (claims) and, later, harness/ (gate, fuzz, diff).
+// larc: a thin command-line face over properties/ (claims, report) and, later, harness/ (gate, fuzz, diff).
 // Exit codes: 0 success, 1 a check failed to run, 2 usage or input error.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -10,6 +10,7 @@
 #include "gate_command.h"
 #include "fuzz_command.h"
 #include "merge_command.h"
+#include "report_command.h"
 
 namespace {
 // `larc fixtures <verb>`: one parent command; each verb adds its runner to `verbs`.
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   CLI::App app{"larc: verification and property testing for linear-attention recurrences and kernels"};
   app.require_subcommand(1);
   auto claims = larc::cli::add_claims_command(app);
+  auto report = larc::cli::add_report_command(app);
   auto fixtures = add_fixtures_command(app);
   auto gate = larc::cli::add_gate_command(app);
   auto diff = larc::cli::add_diff_command(app);
@@ -46,7 +48,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    for (auto& run : {claims, fixtures, gate, diff, fuzz, merge})
+    for (auto& run : {claims, report, fixtures, gate, diff, fuzz, merge})
       if (int rc = run(); rc >= 0) return rc;
   } catch (const std::invalid_argument& e) {
     std::cerr << "larc: " << e.what() << "\n";
