@@ -96,6 +96,28 @@ struct Params {
   float scale = 1, eps = 0;
 };
 
+// One (batch entry, head) of a [B,T,H,D] or [B,T,H] tensor: element (t, d) at data[t·token_stride + d]
+// (the innermost stride is 1 wherever D > 1). Base pointers and strides are formed once per block;
+// indexing a Strided per element in the loops costs 64-bit multiplies the compiler cannot hoist.
+template <class T>
+struct TokenRows {
+  T* data = nullptr;
+  std::int64_t token_stride = 0;
+  __device__ __forceinline__ T& operator()(std::int64_t t, int d = 0) const { return data[t * token_stride + d]; }
+};
+
+template <class T>
+__device__ __forceinline__ TokenRows<T> rows_of(const Strided<T>& s, std::int64_t b, int h) {
+  return {s.data + b * s.s0 + h * s.s2, s.s1};
+}
+
+// The inputs of one sequence and head.
+template <class T>
+struct SequenceInputs {
+  TokenRows<const T> q, k, v, gate, step;
+  int K, V;
+};
+
 // Floats of one staging buffer holding `capacity` tokens, a multiple of 4 (16-byte aligned buffers).
 template <class Pol, class G>
 __host__ __device__ constexpr int staging_floats(int capacity) {
@@ -146,40 +168,40 @@ struct ChunkLoader {
   T k[kKeyLoads], q[kKeyLoads], gk[Pol::decay == Decay::channel ? kKeyLoads : 1], v[kValueLoads];
   T gate{}, step{};
 
-  // Tokens [t0, t0 + n) of sequence (b, h), n ≤ capacity; t0 is the absolute token index.
-  __device__ __forceinline__ void load(const Params<T>& p, std::int64_t b, int h, std::int64_t t0, int n, int tile) {
+  // Tokens [t0, t0 + n) of the sequence, n ≤ capacity; t0 is the absolute token index.
+  __device__ __forceinline__ void load(const SequenceInputs<T>& in, std::int64_t t0, int n, int tile) {
 #pragma unroll
     for (int i = 0; i < kKeyLoads; ++i) {
       const int e = threadIdx.x + i * kThreads, t = e / KMAX, r = e % KMAX;
-      const bool in = t < n && r < p.K;
-      k[i] = in ? *p.k.at(b, t0 + t, h, r) : T{};
-      q[i] = in ? *p.q.at(b, t0 + t, h, r) : T{};
-      if constexpr (Pol::decay == Decay::channel) gk[i] = in ? *p.gate.at(b, t0 + t, h, r) : T{};
+      const bool loaded = t < n && r < in.K;
+      k[i] = loaded ? in.k(t0 + t, r) : T{};
+      q[i] = loaded ? in.q(t0 + t, r) : T{};
+      if constexpr (Pol::decay == Decay::channel) gk[i] = loaded ? in.gate(t0 + t, r) : T{};
     }
 #pragma unroll
     for (int i = 0; i < kValueLoads; ++i) {
       const int e = threadIdx.x + i * kThreads, t = e / G::tile_v, col = tile * G::tile_v + e % G::tile_v;
-      v[i] = t < n && col < p.V ? *p.v.at(b, t0 + t, h, col) : T{};
+      v[i] = t < n && col < in.V ? in.v(t0 + t, col) : T{};
     }
     const int t = threadIdx.x;
-    if constexpr (Pol::decay == Decay::scalar) gate = t < n ? *p.gate.at(b, t0 + t, h) : T{};
-    if constexpr (Pol::delta) step = t < n ? *p.step.at(b, t0 + t, h) : T{};
+    if constexpr (Pol::decay == Decay::scalar) gate = t < n ? in.gate(t0 + t) : T{};
+    if constexpr (Pol::delta) step = t < n ? in.step(t0 + t) : T{};
   }
 
   // Converts to fp32 and stores tokens [0, n) into `s`: features, e^{g}, e^{gk} and the query scale
   // applied; rows ≥ K and columns ≥ V as zeros.
-  __device__ __forceinline__ void store(const Staged& s, const Params<T>& p, int n) const {
+  __device__ __forceinline__ void store(const Staged& s, int K, float scale, int n) const {
 #pragma unroll
     for (int i = 0; i < kKeyLoads; ++i) {
       const int e = threadIdx.x + i * kThreads, t = e / KMAX, r = e % KMAX;
       if (t >= n) continue;
-      const bool in = r < p.K;
+      const bool in = r < K;
       float kf = to_float(k[i]), qf = to_float(q[i]);
       if constexpr (Pol::ratio) {
         kf = elu_plus_one(kf);
         qf = elu_plus_one(qf);
       }
-      if constexpr (Pol::read == Read::scaled_query) qf = p.scale * qf;
+      if constexpr (Pol::read == Read::scaled_query) qf = scale * qf;
       const int slot = t * G::key_pitch + key_slot<G>(r);
       s.k[slot] = in ? kf : 0.f;
       s.q[slot] = in ? qf : 0.f;
@@ -235,6 +257,27 @@ __device__ __forceinline__ float column_dot(const float (&a)[G::rows], const flo
   return x;
 }
 
+// A lane's slice of a state column: rows j < rows_in at column[j · row_stride], the rest zeros (a
+// running pointer: no 64-bit multiply per row). A null column reads as zeros.
+template <int R>
+__device__ __forceinline__ void load_column(float (&S)[R], const float* column, std::int64_t row_stride, int rows_in) {
+#pragma unroll
+  for (int j = 0; j < R; ++j) {
+    S[j] = column != nullptr && j < rows_in ? *column : 0.f;
+    column += row_stride;
+  }
+}
+
+// Stores S (NaN where S is null) to rows j < rows_in of the column.
+template <int R>
+__device__ __forceinline__ void store_column(float* column, std::int64_t row_stride, int rows_in, const float* S) {
+#pragma unroll
+  for (int j = 0; j < R; ++j) {
+    if (j < rows_in) *column = S != nullptr ? S[j] : __int_as_float(0x7fc00000);
+    column += row_stride;
+  }
+}
+
 template <class Pol, class T, int KMAX, int CHUNK>
 __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
   using G = GeometryFor<KMAX, CHUNK>;
@@ -246,12 +289,18 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
   const int group = lane / G::cols_per_warp;  // row group: rows row0 .. row0 + R − 1
   const int first_run = group * G::runs_per_lane, row0 = group * R;
   const int col_in_tile = warp * G::cols_per_warp + lane % G::cols_per_warp;
+  const int K = p.K, V = p.V;
   const std::int64_t block = blockIdx.x;
   const int tile = static_cast<int>(block % p.tiles);
   const int h = static_cast<int>(block / p.tiles % p.H);
   const std::int64_t n = block / p.tiles / p.H;  // sequence (= batch entry unless varlen)
   const int col = tile * G::tile_v + col_in_tile;
-  const bool col_in = col < p.V;
+  const bool col_in = col < V;
+  const int rows_in = col_in && K > row0 ? K - row0 : 0;  // this lane's state rows in bounds (j < rows_in)
+  // Column col of sequence n's states from row row0: element j at [j · row_stride].
+  float* const final_col = p.final_state.data == nullptr ? nullptr
+                                                         : p.final_state.data + n * p.final_state.s0 +
+                                                               h * p.final_state.s1 + row0 * p.final_state.s2 + col;
 
   // Sequence n: tokens [bos, eos) of batch entry b.
   std::int64_t b = n, bos = 0, eos = p.tokens;
@@ -264,42 +313,49 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
     bos = offset(n);
     eos = offset(n + 1);
     if (!(0 <= bos && bos <= eos && eos <= p.tokens)) {  // a corrupt cu_seqlens: flag it, touch nothing else
-      if (p.final_state.data != nullptr && col_in)
-#pragma unroll
-        for (int j = 0; j < R; ++j)
-          if (row0 + j < p.K) *p.final_state.at(n, h, row0 + j, col) = __int_as_float(0x7fc00000);
+      if (final_col != nullptr) store_column<R>(final_col, p.final_state.s2, rows_in, nullptr);
       return;
     }
   }
 
   float S[R];  // rows row0 .. row0 + R − 1 of column col
-#pragma unroll
-  for (int j = 0; j < R; ++j)
-    S[j] = p.initial_state.data != nullptr && col_in && row0 + j < p.K ? *p.initial_state.at(n, h, row0 + j, col) : 0.f;
+  {
+    const float* const initial_col = p.initial_state.data == nullptr
+                                         ? nullptr
+                                         : p.initial_state.data + n * p.initial_state.s0 + h * p.initial_state.s1 +
+                                               row0 * p.initial_state.s2 + col;
+    load_column<R>(S, initial_col, p.initial_state.s2, rows_in);
+  }
   float z[Pol::ratio ? R : 1];  // the normaliser's rows (ratio LA), the same in every column's lanes
   if constexpr (Pol::ratio) {
+    const float* const initial_z = p.initial_normalizer.data + n * p.initial_normalizer.s0 + h * p.initial_normalizer.s1;
 #pragma unroll
     for (int j = 0; j < R; ++j)
-      z[j] = p.initial_normalizer.data != nullptr && row0 + j < p.K ? *p.initial_normalizer.at(n, h, row0 + j) : 0.f;
+      z[j] = p.initial_normalizer.data != nullptr && row0 + j < K ? initial_z[row0 + j] : 0.f;
   }
 
+  const SequenceInputs<T> in{rows_of(p.q, b, h), rows_of(p.k, b, h), rows_of(p.v, b, h), rows_of(p.gate, b, h),
+                             rows_of(p.step, b, h), K, V};
+  const TokenRows<T> out_rows = rows_of(p.o, b, h);
+  const int capacity = p.capacity;
+  const float scale = p.scale, eps = p.eps;
   const std::int64_t length = eos - bos;
-  const int buffer_floats = staging_floats<Pol, G>(p.capacity);
+  const int buffer_floats = staging_floats<Pol, G>(capacity);
   ChunkLoader<Pol, T, KMAX, CHUNK> loader;
   if (length > 0) {
-    const int first = static_cast<int>(length < p.capacity ? length : p.capacity);
-    loader.load(p, b, h, bos, first, tile);
-    loader.store(staged_at<Pol, G>(smem, p.capacity), p, first);
+    const int first = static_cast<int>(length < capacity ? length : capacity);
+    loader.load(in, bos, first, tile);
+    loader.store(staged_at<Pol, G>(smem, capacity), K, scale, first);
     __syncthreads();
   }
   int buffer = 0;
-  for (std::int64_t c0 = 0; c0 < length; c0 += p.capacity) {
-    const int count = static_cast<int>(length - c0 < p.capacity ? length - c0 : p.capacity);
+  for (std::int64_t c0 = 0; c0 < length; c0 += capacity) {
+    const int count = static_cast<int>(length - c0 < capacity ? length - c0 : capacity);
     const std::int64_t next = c0 + count;
-    const int next_count = static_cast<int>(length - next < p.capacity ? length - next : p.capacity);
-    if (next_count > 0) loader.load(p, b, h, bos + next, next_count, tile);  // in flight during this chunk
+    const int next_count = static_cast<int>(length - next < capacity ? length - next : capacity);
+    if (next_count > 0) loader.load(in, bos + next, next_count, tile);  // in flight during this chunk
 
-    const Staged s = staged_at<Pol, G>(smem + buffer * buffer_floats, p.capacity);
+    const Staged s = staged_at<Pol, G>(smem + buffer * buffer_floats, capacity);
     for (int t = 0; t < count; ++t) {
       float k[R], q[R];
       load_rows<G>(k, s.k + t * G::key_pitch, first_run);
@@ -318,36 +374,33 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
       if constexpr (Pol::delta) {
         const float projection = column_dot<G>(S, k);  // (S^T k)_col
         float beta = s.step[t];
-        if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (column_dot<G>(k, k) + p.eps);
+        if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (column_dot<G>(k, k) + eps);
         u = beta * (u - projection);
       }
 #pragma unroll
       for (int j = 0; j < R; ++j) S[j] = fmaf(k[j], u, S[j]);
-      float out = column_dot<G>(S, q);
+      float o = column_dot<G>(S, q);
       if constexpr (Pol::ratio) {
 #pragma unroll
         for (int j = 0; j < R; ++j) z[j] += k[j];
-        out = out / (column_dot<G>(z, q) + p.eps);
+        o = o / (column_dot<G>(z, q) + eps);
       }
-      if constexpr (Pol::read == Read::scaled_output) out = p.scale * out;
-      if (group == 0 && col_in) *p.o.at(b, bos + c0 + t, h, col) = from_float<T>(out);
+      if constexpr (Pol::read == Read::scaled_output) o = scale * o;
+      if (group == 0 && col_in) out_rows(bos + c0 + t, col) = from_float<T>(o);
     }
 
-    if (next_count > 0) loader.store(staged_at<Pol, G>(smem + (buffer ^ 1) * buffer_floats, p.capacity), p, next_count);
+    if (next_count > 0) loader.store(staged_at<Pol, G>(smem + (buffer ^ 1) * buffer_floats, capacity), K, scale, next_count);
     buffer ^= 1;
     __syncthreads();  // the next buffer is written; nobody reads this one any more
   }
 
-  if (p.final_state.data != nullptr && col_in) {
-#pragma unroll
-    for (int j = 0; j < R; ++j)
-      if (row0 + j < p.K) *p.final_state.at(n, h, row0 + j, col) = S[j];
-  }
+  if (final_col != nullptr) store_column<R>(final_col, p.final_state.s2, rows_in, S);
   if constexpr (Pol::ratio) {
     if (p.final_normalizer.data != nullptr && tile == 0 && warp == 0 && lane % G::cols_per_warp == 0) {
+      float* const final_z = p.final_normalizer.data + n * p.final_normalizer.s0 + h * p.final_normalizer.s1;
 #pragma unroll
       for (int j = 0; j < R; ++j)
-        if (row0 + j < p.K) *p.final_normalizer.at(n, h, row0 + j) = z[j];
+        if (row0 + j < K) final_z[row0 + j] = z[j];
     }
   }
 }
