@@ -127,10 +127,10 @@ __device__ __forceinline__ void stage_token(const TokenInputs<BB, T, KMAX>& in, 
     sh.query[i] = q[c];
     sh.key_sum[i] = key_sum[c];
     sh.key[parity][i] = k[c];
-    if constexpr (BB == Backbone::gla) sh.channel_decay[parity][i] = i < K ? expf(to_float(in.gk[c])) : 0.f;
+    if constexpr (BB == Backbone::gla) sh.channel_decay[parity][i] = i < K ? exp_rounded_once(to_float(in.gk[c])) : 0.f;
   }
   if (lane == 0)
-    sh.scalars[parity] = {to_float(in.lambda), count, mq, BB == Backbone::gdn ? expf(to_float(in.g)) : 1.f,
+    sh.scalars[parity] = {to_float(in.lambda), count, mq, BB == Backbone::gdn ? exp_rounded_once(to_float(in.g)) : 1.f,
                           to_float(in.beta)};
 }
 

@@ -153,8 +153,6 @@ __device__ __forceinline__ int key_slot(int r) {
   return (r / G::run) * G::run_stride + r % G::run;
 }
 
-__device__ __forceinline__ float elu_plus_one(float x) { return x > 0.f ? x + 1.f : expf(x); }
-
 // The raw inputs of one chunk (≤ CHUNK tokens) held in registers between the global loads and the
 // shared stores. Element e of a chunk goes to thread e % kThreads; elements past the chunk's tokens
 // are neither loaded nor stored.
@@ -205,7 +203,7 @@ struct ChunkLoader {
       const int slot = t * G::key_pitch + key_slot<G>(r);
       s.k[slot] = in ? kf : 0.f;
       s.q[slot] = in ? qf : 0.f;
-      if constexpr (Pol::decay == Decay::channel) s.decay[slot] = in ? expf(to_float(gk[i])) : 0.f;
+      if constexpr (Pol::decay == Decay::channel) s.decay[slot] = in ? exp_rounded_once(to_float(gk[i])) : 0.f;
     }
 #pragma unroll
     for (int i = 0; i < kValueLoads; ++i) {
@@ -214,7 +212,7 @@ struct ChunkLoader {
     }
     const int t = threadIdx.x;
     if (t < n) {
-      if constexpr (Pol::decay == Decay::scalar) s.alpha[t] = expf(to_float(gate));
+      if constexpr (Pol::decay == Decay::scalar) s.alpha[t] = exp_rounded_once(to_float(gate));
       if constexpr (Pol::delta) s.step[t] = to_float(step);
     }
   }

@@ -27,6 +27,16 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { re
 template <>
 __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 
+// e^x rounded once to fp32 (through fp64): CUDA's expf may be 2 ulp off, and a decay's error compounds
+// over every step a long memory keeps (the H200 gate's fp32 GLA, CCQ-GLA and log-linear cases with
+// decays near 1 exceeded the k = 2 tolerance by up to 2.2× with expf). The CPU baselines' std::exp is
+// correctly rounded in float; this matches it except in rare double-rounding ties. Once per token and
+// channel, never in the state loop.
+__device__ __forceinline__ float exp_rounded_once(float x) { return static_cast<float>(exp(static_cast<double>(x))); }
+
+// The feature map φ(x) = ELU(x) + 1 of ratio linear attention and VLA.
+__device__ __forceinline__ float elu_plus_one(float x) { return x > 0.f ? x + 1.f : exp_rounded_once(x); }
+
 // A validated tensor as a kernel argument: base pointer and the strides (elements) of its first four
 // dimensions; offsets are 64-bit so tensors past 2^31 elements index correctly.
 template <typename T>

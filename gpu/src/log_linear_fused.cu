@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, (kMinBlocksPerSm<variant,
 
     // 2. the token's transition on every live level ℓ ≥ 1 (level 0 is empty here).
     const int highest = 64 - __clzll(t);  // bit_width(t): the highest live level
-    const float a = expf(x.g);
+    const float a = exp_rounded_once(x.g);
     if constexpr (variant == Variant::mamba2) {
 #pragma unroll
       for (int l = 1; l < kLevels; ++l) {

@@ -42,8 +42,6 @@ struct VlaParams {
   int H = 0, K = 0, tiles = 0;
 };
 
-__device__ __forceinline__ float elu_plus_one(float x) { return x > 0.f ? x + 1.f : expf(x); }
-
 // max(x, floor) keeping a NaN, as the reference's `if (x < floor) x = floor`.
 __device__ __forceinline__ float floored(float x, float floor) { return x < floor ? floor : x; }
 

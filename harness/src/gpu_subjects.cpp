@@ -33,13 +33,15 @@ struct DeviceCopy {
   gpu::TensorView view;
   std::size_t bytes_with_guard = 0;
 
-  explicit DeviceCopy(const TypedTensor& t) {
+  explicit DeviceCopy(const TypedTensor& t) : DeviceCopy(t, to_gpu(t.dtype())) {}
+  // `t`'s bytes seen by the kernel as `device_dtype` (of the same element size).
+  DeviceCopy(const TypedTensor& t, gpu::DType device_dtype) {
     bytes_with_guard = t.size_bytes() + TypedTensor::kGuardElements * dtype_size(t.dtype());
     gpu::Status s;
     buffer = gpu::DeviceBuffer::allocate(bytes_with_guard, s);
     check(s);
     check(gpu::copy_to_device(buffer.get(), t.data(), bytes_with_guard));
-    view = {buffer.get(), to_gpu(t.dtype()), t.shape(), {}};
+    view = {buffer.get(), device_dtype, t.shape(), {}};
   }
   void copy_back(TypedTensor& t) const { check(gpu::copy_to_host(t.data(), buffer.get(), bytes_with_guard)); }
 };
@@ -60,9 +62,7 @@ void pack_as_varlen(gpu::LaunchArgs& args, const Shape& s, std::map<std::string,
     const std::int64_t offset = n * s.T;
     std::memcpy(cu.data() + n * sizeof(std::int64_t), &offset, sizeof offset);
   }
-  DeviceCopy& copy = owned.emplace("cu_seqlens", DeviceCopy(cu)).first->second;
-  copy.view.dtype = gpu::DType::i64;
-  args.inputs["cu_seqlens"] = copy.view;
+  args.inputs["cu_seqlens"] = owned.emplace("cu_seqlens", DeviceCopy(cu, gpu::DType::i64)).first->second.view;
 }
 
 Launcher launcher_of(const gpu::Kernel& kernel, const Mechanism& mechanism) {

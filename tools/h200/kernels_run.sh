@@ -5,7 +5,9 @@
 # of the committed reference/ + gpu/ they were built from is .h200bin/tree_hash.
 #
 #   tools/h200/kernels_run.sh check   # GPU tests and the gate's small grid (minutes): first look
-#   tools/h200/kernels_run.sh full    # the gate's H200 grid, compute-sanitizer, benchmarks and peers
+#   tools/h200/kernels_run.sh gate    # the gate's H200 grid, GPU tests and compute-sanitizer (< 10 min)
+#   tools/h200/kernels_run.sh bench   # the benchmarks beside FLA and SDPA (< 10 min)
+#   tools/h200/kernels_run.sh full    # gate then bench (past one device call's 10 minutes: use the two)
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
 set -u
 mode=${1:-check}
@@ -34,7 +36,7 @@ check)
     --markdown "$out/gate_small.md" > "$out/gate_small.txt" 2>&1
   echo "gate (default grid + 16 random): exit $?"; tail -40 "$out/gate_small.txt"
   ;;
-full)
+gate|full)
   # Correctness first, all at once (the oracle is CPU work; the GPU is shared): the GPU tests, the gate's
   # H200 grid (issue 7 item 3: T ∈ {1, 63, 64, 65, 1000, 4096} × D ∈ {64, 128, 96}, every dtype; one
   # report per T group so a time limit loses only the group it stops), randomized cases with the golden
@@ -66,14 +68,17 @@ full)
   {
     echo "# compute-sanitizer over every GPU kernel on the H200"; echo
     echo "Source tree (reference/ + gpu/): \`$LARC_TREE_HASH\`. Each tool ran \`larc gate\` over every GPU subject,"
-    echo "bf16, shapes 1,65,2,32,32 and 2,1,1,96,64 (tools/h200/kernels_run.sh full)."; echo
+    echo "bf16, shapes 1,65,2,32,32 and 2,1,1,96,64 (tools/h200/kernels_run.sh gate)."; echo
+    echo "Exit 9 means the tool found an error; 1, that a gate case failed (gate.md); 0, neither."; echo
     echo "| tool | summary | exit |"; echo "|---|---|---|"
     for tool in memcheck racecheck initcheck synccheck; do
-      echo "| $tool | $(grep -h 'ERROR SUMMARY' "$out/sanitizer_$tool.txt" | tail -1) | $(sed -n 's/^compute-sanitizer [a-z]*: exit //p' "$out/sanitizer_$tool.txt") |"
+      echo "| $tool | $(grep -h 'SUMMARY' "$out/sanitizer_$tool.txt" | tail -1 | sed 's/^=* *//') | $(sed -n 's/^compute-sanitizer [a-z]*: exit //p' "$out/sanitizer_$tool.txt") |"
     done
   } > "$out/sanitizers.md"
   cat "$out/sanitizers.md"
-  # Then speed, alone on the device.
+  ;;&
+bench|full)
+  # Speed, alone on the device.
   timeout 150 $B/gpu_kernels_bench --benchmark_repetitions=3 --benchmark_min_time=0.1 \
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
     > "$out/bench_kernels.txt" 2>&1
@@ -99,3 +104,9 @@ fuzz2)
   echo "merge: exit $?"; tail -20 "$out/merge.txt"; cat "$out"/fuzz_shard*.txt | grep -h "runs its GPU" | sort | uniq -c
   ;;
 esac
+# The device tool returns at most 8 files: the reports themselves, and everything (logs, shard reports,
+# test XML) in one archive.
+tar -czf /tmp/everything.tar.gz -C "$out" . && rm -rf "$out"/* && tar -xzf /tmp/everything.tar.gz -C "$out" \
+  --wildcards './gate.json' './gate.md' './sanitizers.md' './bench.json' './bench.md' './fuzz.json' './fuzz.md' 2>/dev/null
+mv /tmp/everything.tar.gz "$out/everything.tar.gz"
+
