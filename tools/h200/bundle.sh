@@ -14,9 +14,15 @@ targets=(larc gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_te
   cmake -S . -B build-static -G Ninja -DLARC_STATIC=ON -DLARC_ENABLE_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 cmake --build build-static -j"$(nproc)" --target "${targets[@]}"
 stage=$(mktemp -d)
+mkdir "$stage/lib"
 for t in "${targets[@]}"; do
-  f=$(find build-static -type f -name "$t" -perm -u+x | head -1)
+  # The build's own binary, not the copy cli.cmake_package installs under tests/cmake_package/prefix.
+  f=$(find build-static -path '*/prefix' -prune -o -type f -name "$t" -perm -u+x -print | head -1)
   cp "$f" "$stage/" && strip "$stage/$t"
+  # Shared libraries the device machine lacks (Debian ships Google Benchmark only as a shared library):
+  # everything but glibc's, run there with LD_LIBRARY_PATH=lib.
+  ldd "$f" | awk '$3 ~ /^\// {print $3}' | grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' |
+    xargs -r cp -L -t "$stage/lib"
 done
 mkdir -p .h200bin
 tar -cJf .h200bin/bundle.tar.xz -C "$stage" .

@@ -79,7 +79,7 @@ gate|full)
   ;;&
 bench|full)
   # Speed, alone on the device.
-  timeout 150 $B/gpu_kernels_bench --benchmark_repetitions=3 --benchmark_min_time=0.1 \
+  LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench --benchmark_repetitions=3 --benchmark_min_time=0.1 \
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
     > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
