@@ -96,17 +96,20 @@ fuzz2)
   # the GPUs without a scheduler; the oracle is CPU work, so there are more shards than GPUs.
   n=$(( $(nproc) - 2 )); [ $n -gt 24 ] && n=24
   for i in $(seq 0 $((n - 1))); do
-    GTEST_SHARD_INDEX=$i GTEST_TOTAL_SHARDS=$n timeout 400 $B/larc fuzz "${subject_args[@]}" --minutes 5 --seed 7 \
+    GTEST_SHARD_INDEX=$i GTEST_TOTAL_SHARDS=$n timeout 400 $B/larc fuzz "${subject_args[@]}" --minutes "${FUZZ_MINUTES:-5}" --seed 7 \
       --corpus "$out/corpus" --json "$out/fuzz_shard$i.json" > "$out/fuzz_shard$i.txt" 2>&1 &
   done
   wait
   $B/larc merge "$out"/fuzz_shard*.json --json "$out/fuzz.json" --markdown "$out/fuzz.md" > "$out/merge.txt" 2>&1
-  echo "merge: exit $?"; tail -20 "$out/merge.txt"; cat "$out"/fuzz_shard*.txt | grep -h "runs its GPU" | sort | uniq -c
+  echo "merge: exit $?"; tail -3 "$out/merge.txt"; cat "$out"/fuzz_shard*.txt | grep -h "runs its GPU" | sort | uniq -c
+  # The merged report has a row per case (hundreds of MB): what is kept is its summary with every failure.
+  python3 tools/h200/fuzz_summary.py "$out/fuzz.json" --markdown "$out/fuzz_summary.md" --json "$out/fuzz_summary.json"
+  rm -f "$out"/fuzz.json "$out"/fuzz.md "$out"/fuzz_shard*.json
   ;;
 esac
 # The device tool returns at most 8 files: the reports themselves, and everything (logs, shard reports,
 # test XML) in one archive.
 tar -czf /tmp/everything.tar.gz -C "$out" . && rm -rf "$out"/* && tar -xzf /tmp/everything.tar.gz -C "$out" \
-  --wildcards './gate.json' './gate.md' './sanitizers.md' './bench.json' './bench.md' './fuzz.json' './fuzz.md' 2>/dev/null
+  --wildcards './gate.json' './gate.md' './sanitizers.md' './bench.json' './bench.md' './fuzz_summary.json' './fuzz_summary.md' 2>/dev/null
 mv /tmp/everything.tar.gz "$out/everything.tar.gz"
 
