@@ -2,7 +2,8 @@
 // saved as a fixture with its reproduce commands, and the gate's fixture replay (what `larc gate
 // --fixtures DIR` runs) fails it again while the honest subjects pass it; reports survive a JSON
 // round trip; merge joins shards into the unsharded report and rejects shards of different campaigns,
-// duplicates and gaps, naming the problem.
+// duplicates and gaps, naming the problem; an interrupted campaign keeps its finished cases and saved
+// failures, and resumed it equals the uninterrupted run.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -36,6 +37,13 @@ CampaignConfig planted_campaign() {
   return c;
 }
 
+// The limits of a campaign of cases 0..n-1.
+RunLimits first_cases(std::uint64_t n) {
+  RunLimits l;
+  l.cases = n;
+  return l;
+}
+
 // Strips the timings (the only fields two runs of the same cases may differ in).
 nlohmann::json without_timings(nlohmann::json j) {
   if (j.is_object()) {
@@ -56,7 +64,7 @@ TEST(FuzzCorpus, PlantedFailureIsSavedAndReplayedByTheGate) {
   fs::remove_all(corpus);
   const CampaignConfig cfg = planted_campaign();
   const Campaign campaign(cfg);
-  const CampaignRun run = run_campaign(campaign, Shard{}, RunLimits{.cases = 6, .deadline = {}}, [&](const FuzzCase& f) {
+  const CampaignRun run = run_campaign(campaign, Shard{}, first_cases(6), [&](const FuzzCase& f) {
     return save_to_corpus(corpus, f, campaign_case_command(cfg, f.index));
   });
   ASSERT_GT(run.failures(), 0u);
@@ -103,7 +111,7 @@ TEST(FuzzReports, ShardsMergeIntoTheUnshardedReport) {
   const CampaignConfig cfg = planted_campaign();
   const Campaign campaign(cfg);
   const nlohmann::json id = campaign_json(cfg, {.cases = 7, .minutes = {}, .target_error = false});
-  const RunLimits limits{.cases = 7, .deadline = {}};
+  const RunLimits limits = first_cases(7);
   const nlohmann::json whole = campaign_report(id, Shard{}, run_campaign(campaign, Shard{}, limits), "tree");
   std::vector<nlohmann::json> shards;
   for (std::uint64_t j : {2, 0, 1})  // any order
@@ -123,6 +131,47 @@ TEST(FuzzReports, ShardsMergeIntoTheUnshardedReport) {
   const std::regex time_attribute(" time=\"[^\"]*\"");
   EXPECT_EQ(std::regex_replace(gate_junit(back, "x"), time_attribute, ""),
             std::regex_replace(gate_junit(results_of_report(merged), "x"), time_attribute, ""));
+}
+
+TEST(FuzzReports, InterruptedCampaignKeepsItsCasesAndCorpusAndResumesToTheWholeRun) {
+  planted::register_last_step_defect();
+  const CampaignConfig cfg = planted_campaign();
+  const Campaign campaign(cfg);
+  const nlohmann::json id = campaign_json(cfg, {.cases = 8, .minutes = {}, .target_error = false});
+  const fs::path corpus = fresh_dir("resume_corpus");
+  const FailureSaver save = [&](const FuzzCase& f) { return save_to_corpus(corpus, f, campaign_case_command(cfg, f.index)); };
+  const nlohmann::json whole = campaign_report(id, Shard{}, run_campaign(campaign, Shard{}, first_cases(8), save), "tree");
+
+  // Stopped once 3 cases are done (as a signal does): the case under way is dropped whole.
+  std::size_t done = 0;
+  RunLimits first = first_cases(8);
+  first.stop = [&] { return done >= 3; };
+  const CampaignRun cut = run_campaign(campaign, Shard{}, first, save, [&](std::size_t n, const FuzzCase&) { done = n; });
+  EXPECT_TRUE(cut.interrupted);
+  ASSERT_EQ(cut.cases.size(), 3u);
+  for (const FuzzCase& f : cut.cases) {
+    if (!f.result.pass) {
+      EXPECT_EQ(read_fixture(f.fixture).spec.shape, (Shape{1, 3, 1, 1, 1})) << f.fixture;
+    }
+  }
+  nlohmann::json partial = campaign_report(id, Shard{}, cut, "tree");
+  partial["unfinished"] = "interrupted by SIGTERM";
+  EXPECT_EQ(finished_cases(partial), (std::set<std::uint64_t>{0, 1, 2}));
+
+  RunLimits rest = first_cases(8);
+  rest.skip = finished_cases(partial);
+  const CampaignRun resumed = run_campaign(campaign, Shard{}, rest, save);
+  ASSERT_EQ(resumed.cases.size(), 5u);
+  EXPECT_EQ(resumed.cases.front().index, 3u);
+  const nlohmann::json joined = continue_report(partial, campaign_report(id, Shard{}, resumed, "tree"), "partial.json");
+  EXPECT_FALSE(joined.contains("unfinished"));
+  EXPECT_EQ(without_timings(joined), without_timings(whole));
+  std::set<std::string> saved;  // one file per distinct shrunk failure, from both runs
+  for (const CampaignRun* r : {&cut, &resumed})
+    for (const FuzzCase& f : r->cases)
+      if (!f.result.pass) saved.insert(f.fixture);
+  EXPECT_EQ(fixture_files({corpus.string()}).size(), saved.size());
+  fs::remove_all(corpus);
 }
 
 TEST(FuzzReports, MergeRejectsShardsOfDifferentCampaignsDuplicatesAndGaps) {

@@ -4,9 +4,12 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# clang, its sanitizer and libFuzzer runtimes (libclang-rt-dev) and llvm-symbolizer (llvm): the
+# sanitizer leg of .ci/run and the fuzzers in fuzz/.
 # python3-matplotlib: the figures of `larc report` (docs/accuracy).
 apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ \
   libeigen3-dev libboost-dev libqd-dev libmpfr-dev libgmp-dev \
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcli11-dev python3-matplotlib >/dev/null
+  nlohmann-json3-dev libcli11-dev python3-matplotlib \
+  clang libclang-rt-dev llvm >/dev/null

@@ -97,11 +97,16 @@ void write_fixture(const std::filesystem::path& path, const PreparedCase& p, con
   fx::write_safetensors(path, f);
 }
 
-PreparedCase read_fixture(const std::filesystem::path& path) {
-  const fx::SafetensorsFile f = fx::read_safetensors(path);
-  const std::string src = path.string();
-  if (meta(f, "format") != kFixtureFormat)
-    throw fx::FixtureError(src + ": __metadata__ format is '" + meta(f, "format") + "', expected '" + kFixtureFormat + "'");
+PreparedCase read_fixture(const std::filesystem::path& path) { return parse_fixture(fx::read_safetensors(path)); }
+
+PreparedCase parse_fixture(const fx::SafetensorsFile& f) {
+  const std::string& src = f.source;
+  if (meta(f, "format") != kFixtureFormat) {
+    const auto by = f.metadata.find("larc_version");
+    throw fx::FixtureError(src + ": __metadata__ format is '" + meta(f, "format") + "' (written by larc " +
+                           (by == f.metadata.end() ? std::string("of unknown version") : by->second) + "), this larc " +
+                           larc_version() + " reads '" + kFixtureFormat + "'");
+  }
   PreparedCase p;
   const Mechanism* m = nullptr;
   try {
@@ -119,21 +124,33 @@ PreparedCase read_fixture(const std::filesystem::path& path) {
   p.spec.origin = src;
   p.spec.subject.clear();
   const fx::DType want = file_dtype(p.spec.dtype);
+  const auto require_finite = [&](const fx::TensorData& t, const std::string& name) {
+    try {
+      fx::require_finite(t, name);
+    } catch (const fx::FixtureError& e) {
+      throw fx::FixtureError(src + ": " + e.what());
+    }
+  };
   for (const TensorSpec& in : m->inputs) {
     const fx::TensorData& t = fx::require_tensor(f, in.name, {want}, dims_of(in.dims, p.spec.shape));
-    fx::require_finite(t, in.name);
+    require_finite(t, in.name);
     p.inputs.emplace(in.name, typed_of(t));
+  }
+  try {
+    m->shape_of(decode_all(p.inputs));  // values within each input's range (β in [0, 1], g ≤ 0, ...)
+  } catch (const std::invalid_argument& e) {
+    throw fx::FixtureError(src + ": " + e.what());
   }
   for (const TensorSpec& out : m->outputs) {
     const std::string oname = "oracle." + out.name, ename = "oracle_error." + out.name;
     const auto dims = dims_of(out.dims, p.spec.shape);
     const fx::TensorData& o = fx::require_tensor(f, oname, {fx::DType::F64}, dims);
-    fx::require_finite(o, oname);
+    require_finite(o, oname);
     p.oracle.emplace(out.name, values_of(o, oname));
     const int axis = m->time_axis(out.name);
     const std::int64_t slices = axis < 0 ? 1 : dims[static_cast<std::size_t>(axis)];
     const fx::TensorData& e = fx::require_tensor(f, ename, {fx::DType::F64}, {slices});
-    fx::require_finite(e, ename);
+    require_finite(e, ename);
     p.oracle_error.emplace(out.name, e.to_doubles(ename));
     for (double x : p.oracle_error[out.name])
       if (x < 0) throw fx::FixtureError(src + ": tensor '" + ename + "' holds a negative error bound");

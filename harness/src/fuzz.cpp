@@ -92,6 +92,12 @@ Campaign::Campaign(CampaignConfig config) : config_(std::move(config)) {
   }
   if (cells_.empty())
     throw std::invalid_argument("campaign: no registered subject matches --subject, --mechanism and --dtype together");
+  for (const CampaignCell& c : cells_) {  // the largest case a cell may draw must fit (kMaxTensorElements)
+    const ShapeLimits& lim = c.subject->limits;
+    find_mechanism(c.subject->mechanism)
+        .check_shape({bound(config_.max_B, lim.max_B), bound(config_.max_T, lim.max_T), bound(config_.max_H, lim.max_H),
+                      bound(config_.max_K, lim.max_K), bound(config_.max_V, lim.max_V)});
+  }
 }
 
 std::int64_t Campaign::max_T_of(const CaseSpec& spec) const {
@@ -210,18 +216,27 @@ CampaignRun run_campaign(const Campaign& campaign, Shard shard, const RunLimits&
     throw std::invalid_argument("shard: expected an index below the count, got " + std::to_string(shard.index) + "/" +
                                 std::to_string(shard.count));
   if (!limits.cases && !limits.deadline) throw std::invalid_argument("run_campaign: give a case count or a deadline");
+  struct Stopped {};
+  const CaseJudge judge = [&](const CaseSpec& spec) {
+    if (limits.stop && limits.stop()) throw Stopped{};
+    return judge_with(run, spec);
+  };
   const auto start = Clock::now();
   CampaignRun out;
   for (std::uint64_t i = shard.index;; i += shard.count) {
     if (limits.cases && i >= *limits.cases) break;
     if (limits.deadline && Clock::now() >= *limits.deadline) break;
+    if (limits.skip.count(i)) continue;
     FuzzCase c;
     c.index = i;
-    c.result = judge_with(run, campaign.case_at(i));
-    if (!c.result.pass) {
-      c.shrink = shrink_failure(c.result, 200, run);
-      if (save) c.fixture = save(c);
+    try {
+      c.result = judge(campaign.case_at(i));
+      if (!c.result.pass) c.shrink = shrink_failure(c.result, 200, judge);
+    } catch (const Stopped&) {
+      out.interrupted = true;
+      break;
     }
+    if (c.shrink && save) c.fixture = save(c);
     out.cases.push_back(std::move(c));
     if (observe) observe(out.cases.size(), out.cases.back());
   }
@@ -284,7 +299,8 @@ class Evaluator {
   Evaluator(const SearchLimits& limits, const CaseJudge& run, const CaseObserver& observe)
       : limits_(limits), run_(run), observe_(observe) {}
   bool exhausted() const {
-    return out.evaluations >= limits_.evaluations || (limits_.deadline && Clock::now() >= *limits_.deadline);
+    return out.evaluations >= limits_.evaluations || (limits_.deadline && Clock::now() >= *limits_.deadline) ||
+           (limits_.stop && limits_.stop());
   }
   double operator()(const CaseSpec& spec) {
     FuzzCase c;

@@ -170,6 +170,35 @@ nlohmann::json error_search_report(const nlohmann::json& campaign, const Shard& 
   return j;
 }
 
+nlohmann::json continue_report(const nlohmann::json& previous, const nlohmann::json& now, const std::string& name) {
+  if (!previous.is_object() || !previous.contains("campaign") || !previous.contains("results") ||
+      !previous["results"].is_array() || !previous.contains("summary") || !previous["summary"].is_object())
+    throw std::invalid_argument(name + ": not a larc fuzz report (it lacks \"campaign\", \"results\" or \"summary\")");
+  if (const std::string d = first_difference(previous["campaign"], now["campaign"]); !d.empty())
+    throw std::invalid_argument(name + ": a different campaign: " + d);
+  if (previous.value("tree_hash", "") != now.value("tree_hash", ""))
+    throw std::invalid_argument(name + ": made from source tree " + previous.value("tree_hash", "?") + ", this larc from " +
+                                now.value("tree_hash", "?"));
+  if (const std::string was = shard_of(previous, name).str(), is = shard_of(now, "this run").str(); was != is)
+    throw std::invalid_argument(name + ": shard " + was + ", this run is shard " + is);
+  nlohmann::json merged = now;
+  merged.erase("unfinished");
+  nlohmann::json results = previous["results"];
+  for (const nlohmann::json& r : now["results"]) results.push_back(r);
+  std::stable_sort(results.begin(), results.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.value("index", std::uint64_t{0}) < b.value("index", std::uint64_t{0});
+  });
+  merged["results"] = results;
+  merged["summary"] = summary_of(results, previous["summary"].value("seconds", 0.0) + now["summary"].value("seconds", 0.0));
+  return merged;
+}
+
+std::set<std::uint64_t> finished_cases(const nlohmann::json& report) {
+  std::set<std::uint64_t> done;
+  for (const nlohmann::json& r : report.at("results")) done.insert(r.at("index").get<std::uint64_t>());
+  return done;
+}
+
 nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const std::vector<std::string>& names) {
   if (reports.empty()) throw std::invalid_argument("merge: no shard reports given");
   if (names.size() != reports.size()) throw std::invalid_argument("merge: one name per report");
@@ -179,6 +208,9 @@ nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const s
     const nlohmann::json& r = reports[i];
     if (!r.is_object() || !r.contains("campaign") || !r.contains("results") || !r.contains("summary"))
       throw std::invalid_argument(names[i] + ": not a larc fuzz report (it lacks \"campaign\", \"results\" or \"summary\")");
+    if (r.contains("unfinished"))
+      throw std::invalid_argument(names[i] + ": an unfinished run (" + r["unfinished"].dump() +
+                                  "): finish it with larc fuzz --resume before merging");
     const Shard s = shard_of(r, names[i]);
     if (i == 0) count = s.count;
     if (const std::string d = first_difference(reports[0]["campaign"], r["campaign"]); !d.empty())

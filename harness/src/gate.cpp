@@ -68,6 +68,7 @@ GatePlan plan_gate(const GateOptions& o) {
         if (o.knobs.count(k.name)) knobs[k.name] = o.knobs.at(k.name);
       for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64}) {
         for (const Shape& shape : shapes) {
+          m.check_shape(shape);  // a size below 1 or past 32-bit offsets: refused before any work
           GateGroup g;
           g.spec.mechanism = m.name;
           g.spec.dtype = d;

@@ -1,12 +1,21 @@
 #include "larc/harness/mechanism.h"
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "larc/reference/fenwick.h"
 #include "mechanism_support.h"
 
 namespace larc::harness {
+
+namespace {
+std::string number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+}  // namespace
 
 std::string Shape::str() const {
   return std::to_string(B) + "," + std::to_string(T) + "," + std::to_string(H) + "," + std::to_string(K) + "," +
@@ -26,13 +35,22 @@ Shape Shape::parse(const std::string& s) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (part.empty() || used != part.size() || x < 1)
+    if (part.empty() || used != part.size())
       throw std::invalid_argument("shape: expected five positive integers B,T,H,K,V, got '" + s + "'");
     v.push_back(x);
     pos = end + 1;
   }
   if (v.size() != 5) throw std::invalid_argument("shape: expected five positive integers B,T,H,K,V, got '" + s + "'");
-  return {v[0], v[1], v[2], v[3], v[4]};
+  const Shape shape{v[0], v[1], v[2], v[3], v[4]};
+  shape.require_positive();
+  return shape;
+}
+
+void Shape::require_positive() const {
+  const std::pair<char, std::int64_t> sizes[] = {{'B', B}, {'T', T}, {'H', H}, {'K', K}, {'V', V}};
+  for (const auto& [letter, size] : sizes)
+    if (size < 1)
+      throw std::invalid_argument(std::string("shape: ") + letter + " must be at least 1, got " + std::to_string(size));
 }
 
 std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s) {
@@ -118,10 +136,15 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
       throw std::invalid_argument(name + ": input '" + spec.name + "': expected shape " + want + "] (" +
                                   spec.dims + "), got " + ref::shape_string(t.shape));
     }
-    for (std::size_t i = 0; i < t.data.size(); ++i)
+    for (std::size_t i = 0; i < t.data.size(); ++i) {
       if (!std::isfinite(t.data[i]))
         throw std::invalid_argument(name + ": input '" + spec.name + "' holds a non-finite value at flat index " +
                                     std::to_string(i));
+      if (t.data[i] < spec.min || t.data[i] > spec.max)
+        throw std::invalid_argument(name + ": input '" + spec.name + "' holds " + number(t.data[i]) + " at flat index " +
+                                    std::to_string(i) + ", outside [" + number(spec.min) + ", " + number(spec.max) +
+                                    "] (" + spec.meaning + ")");
+    }
   }
   auto get = [&](char c) { return size.count(c) ? size[c] : 1; };
   const Shape s{get('B'), get('T'), get('H'), get('K'), get('V')};
@@ -130,6 +153,20 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
                                 std::to_string(dims_of("L", s)[0]) + " for T = " + std::to_string(s.T) + ", got " +
                                 std::to_string(size['L']));
   return s;
+}
+
+void Mechanism::check_shape(const Shape& s) const {
+  s.require_positive();
+  for (const std::vector<TensorSpec>* specs : {&inputs, &outputs})
+    for (const TensorSpec& spec : *specs) {
+      std::int64_t n = 1;
+      for (std::int64_t d : dims_of(spec.dims, s)) {
+        if (n > kMaxTensorElements / d)
+          throw std::invalid_argument("shape " + s.str() + ": " + name + " tensor '" + spec.name + "' " + spec.dims +
+                                      " would hold more than 2^31 - 1 elements");
+        n *= d;
+      }
+    }
 }
 
 const std::vector<Mechanism>& mechanisms() {

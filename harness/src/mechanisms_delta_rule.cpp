@@ -40,8 +40,8 @@ Mechanism gdn() {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys (unit norm)"},
               {"v", "BTHV", "values"},
-              {"g", "BTH", "log-decays g ≤ 0"},
-              {"beta", "BTH", "delta-rule steps β"}};
+              {.name = "g", .dims = "BTH", .meaning = "log-decays g ≤ 0", .max = 0},
+              {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1}};
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(), decay_knob(),
              {"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"},
@@ -75,7 +75,7 @@ Mechanism deltanet() {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys (unit norm)"},
               {"v", "BTHV", "values"},
-              {"beta", "BTH", "delta-rule steps β"}};
+              {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1}};
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(),
              {"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"},
@@ -108,8 +108,8 @@ Mechanism kla() {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys (any norm)"},
               {"v", "BTHV", "values"},
-              {"g", "BTH", "log-decays g ≤ 0"},
-              {"eta", "BTH", "relaxation gates η ∈ (0, 1]"}};
+              {.name = "g", .dims = "BTH", .meaning = "log-decays g ≤ 0", .max = 0},
+              {.name = "eta", .dims = "BTH", .meaning = "relaxation gates η ∈ (0, 1]", .min = 0, .max = 1}};
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(), decay_knob(),
              {"key_norm", 1e-2, 1e2, 1, true, "‖k_t‖"},

@@ -13,7 +13,7 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys"},
               {"v", "BTHV", "values"},
-              {"gk", "BTHK", "per-channel log-decays ≤ 0"}};
+              {.name = "gk", .dims = "BTHK", .meaning = "per-channel log-decays ≤ 0", .max = 0}};
   m.outputs = {{"o", "BTHV", "outputs", false}, {"final_state", "BHKV", "state after the last token", true}};
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖"},

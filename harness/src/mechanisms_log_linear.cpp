@@ -28,9 +28,9 @@ Mechanism log_linear(ll::Variant variant) {
   m.inputs = {{"q", qk, gdn ? "queries" : "queries, one head shared by all"},
               {"k", qk, gdn ? "keys (unit norm)" : "keys, one head shared by all"},
               {"v", "BTHV", "values"},
-              {"g", "BTH", "log-decays ≤ 0"},
+              {.name = "g", .dims = "BTH", .meaning = "log-decays ≤ 0", .max = 0},
               {"level_scales", "BTHL", "λ_t^(ℓ) per token and level ℓ = 0..⌈log2 T⌉"}};
-  if (gdn) m.inputs.push_back({"beta", "BTH", "delta-rule steps β"});
+  if (gdn) m.inputs.push_back({.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1});
   m.outputs = {{"o", "BTHV", "outputs", false}};
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u"}};
   if (!gdn) m.knobs.push_back({"key_norm", 0.1, 10, 1, true, "‖k_t‖"});

@@ -88,6 +88,15 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
 }
 }  // namespace
 
+// A prepared case's inputs must be the mechanism's, shaped as spec.shape, finite and in range
+// (Mechanism::shape_of); throws std::invalid_argument naming the input or the size.
+void check_inputs(const Mechanism& m, const PreparedCase& p) {
+  m.check_shape(p.spec.shape);
+  const Shape found = m.shape_of(decode_all(p.inputs));
+  if (found != p.spec.shape)
+    throw std::invalid_argument(m.name + ": the inputs have shape " + found.str() + ", the case says " + p.spec.shape.str());
+}
+
 TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype) {
   TensorMap out;
   for (const TensorSpec& o : m.outputs) out.emplace(o.name, TypedTensor::poisoned(output_dtype(o, dtype), dims_of(o.dims, s)));
@@ -113,6 +122,7 @@ const Judgement* CaseResult::main_output() const {
 
 void compute_oracle(PreparedCase& p) {
   const Mechanism& m = find_mechanism(p.spec.mechanism);
+  check_inputs(m, p);
   const ValueMap inputs = decode_all(p.inputs);
   p.oracle = m.compute(inputs, Precision::dd, ref::Form::serial, 0);
   p.oracle_error = estimate_against(m, inputs, p.oracle, Precision::f64);
@@ -121,6 +131,7 @@ void compute_oracle(PreparedCase& p) {
 
 PreparedCase prepare_case(const CaseSpec& spec) {
   const Mechanism& m = find_mechanism(spec.mechanism);
+  m.check_shape(spec.shape);
   PreparedCase p;
   p.spec = spec;
   p.spec.knobs = m.resolve_knobs(spec.knobs);
@@ -139,6 +150,7 @@ CaseResult run_subject(const PreparedCase& p, const Subject& subject, const Tole
     throw std::invalid_argument("run_subject: " + subject.name + " implements " + subject.mechanism + ", the case is " +
                                 p.spec.mechanism);
   const Mechanism& m = find_mechanism(p.spec.mechanism);
+  check_inputs(m, p);
   TensorMap first = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
   TensorMap second = first;
   try {
@@ -171,6 +183,7 @@ CaseResult judge_candidate(const PreparedCase& p, const TensorMap& candidate, co
   CaseResult r;
   r.spec = p.spec;
   const Mechanism& m = find_mechanism(p.spec.mechanism);
+  check_inputs(m, p);
   if (!candidate.count("o")) throw std::invalid_argument("candidate: tensor 'o' is missing");
   ValueMap values;
   for (const auto& [name, t] : candidate) {

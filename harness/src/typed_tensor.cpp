@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "larc/fixtures/float_bits.h"
+
 namespace larc::harness {
 
 namespace {
@@ -107,9 +109,9 @@ double TypedTensor::get(std::size_t i) const {
       return f;
     }
     case Dtype::fp16: {
-      _Float16 h;
+      std::uint16_t h;
       std::memcpy(&h, p, 2);
-      return static_cast<double>(h);
+      return fixtures::decode_float_bits(h, fixtures::kHalf);
     }
     case Dtype::fp32: {
       float f;
@@ -139,7 +141,8 @@ void TypedTensor::set(std::size_t i, double value) {
       break;
     }
     case Dtype::fp16: {
-      const _Float16 h = static_cast<_Float16>(static_cast<float>(r));
+      // r is an fp16 value (round_to above), so the exact encoding exists.
+      const std::uint16_t h = static_cast<std::uint16_t>(*fixtures::encode_float_bits_exact(r, fixtures::kHalf));
       std::memcpy(p, &h, 2);
       break;
     }

@@ -11,6 +11,7 @@
 #include "larc/fixtures/safetensors.h"
 #include "larc/harness/fixture.h"
 #include "knob_option.h"
+#include "option_checks.h"
 
 namespace larc::cli {
 
@@ -100,7 +101,7 @@ std::function<int()> add_fixtures_gen_command(CLI::App& fixtures) {
   cmd->add_option("--mechanism", c->mechanism, "Mechanism (larc gate --list shows them)");
   cmd->add_option("--dtype", c->dtype, "Input dtype: bf16, fp16, fp32, fp64")->capture_default_str();
   cmd->add_option("--shape", c->shape, "B,T,H,K,V")->capture_default_str();
-  cmd->add_option("--seed", c->seed, "Seed of the inputs")->capture_default_str();
+  cmd->add_option("--seed", c->seed, "Seed of the inputs")->check(whole_number())->capture_default_str();
   cmd->add_option("--knob", c->knobs, "Generator knob NAME=VALUE; repeatable");
   cmd->add_option("--out", c->out, "The fixture file to write");
   cmd->add_option("--golden", c->golden, "Write the golden set into this directory instead (fixtures/golden)");

@@ -13,6 +13,7 @@
 #include "larc/harness/gate.h"
 #include "larc/harness/progress.h"
 #include "knob_option.h"
+#include "option_checks.h"
 #include "output_files.h"
 
 namespace larc::cli {
@@ -114,14 +115,17 @@ std::function<int()> add_gate_command(CLI::App& app) {
   cmd->add_option("--subject", c->subjects, "Only these subjects (kernel names); repeatable");
   cmd->add_option("--mechanism", c->mechanisms, "Only these mechanisms (gdn, deltanet, kla, la, la-ratio, ...); repeatable");
   cmd->add_option("--dtype", c->dtypes, "Only these dtypes (bf16, fp16, fp32, fp64); repeatable");
-  cmd->add_option("--seed", c->seed, "Seed of the grid's inputs and of the randomized cases");
-  cmd->add_option("--random", c->random, "Randomized cases (the fuzzer's campaign cases 0..N-1)")->capture_default_str();
+  cmd->add_option("--seed", c->seed, "Seed of the grid's inputs and of the randomized cases")->check(whole_number());
+  cmd->add_option("--random", c->random, "Randomized cases (the fuzzer's campaign cases 0..N-1)")
+      ->check(whole_number())
+      ->capture_default_str();
   cmd->add_option("--shape", c->shapes, "Grid shape B,T,H,K,V instead of the default grid (no randomized cases); repeatable");
   cmd->add_option("--knob", c->knobs, "Generator knob NAME=VALUE for the grid cases; repeatable");
   cmd->add_flag("--no-grid", c->no_grid, "Skip the grid (run only randomized cases and fixtures)");
   cmd->add_option("--fixtures", c->fixtures, "Replay the fixtures in these files or directories (golden set, fuzz corpora)");
   cmd->add_option("--shard", c->shard, "Run shard j of n (j/n); else from GTEST_SHARD_INDEX, SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX");
-  cmd->add_option("--shard-count", c->shard_count, "Shard count for JOB_COMPLETION_INDEX (else LARC_SHARD_COUNT)");
+  cmd->add_option("--shard-count", c->shard_count, "Shard count for JOB_COMPLETION_INDEX (else LARC_SHARD_COUNT)")
+      ->check(whole_number(1));
   cmd->add_option("--jobs,-j", c->jobs, "Threads running case groups in parallel (the report is the same for any number)")
       ->check(CLI::Range(1u, 1024u))
       ->capture_default_str();

@@ -36,7 +36,7 @@ int run_merge(const MergeCli& c) {
     }
     try {
       reports.push_back(nlohmann::json::parse(f));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number past double's
       std::cerr << "larc merge: " << path << ": not JSON (" << e.what() << ")\n";
       return 2;
     }

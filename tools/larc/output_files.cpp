@@ -3,9 +3,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <stdexcept>
+
+#include "larc/fixtures/atomic_file.h"
 
 namespace larc::cli {
 
@@ -22,14 +22,6 @@ bool can_write(const std::string& command, const std::string& option, const std:
   return true;
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f) throw std::runtime_error("cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path);
-}
+void write_text_file(const std::string& path, const std::string& text) { fixtures::write_file_atomically(path, text); }
 
 }  // namespace larc::cli

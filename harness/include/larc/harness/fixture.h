@@ -29,6 +29,10 @@ void write_fixture(const std::filesystem::path& path, const PreparedCase& prepar
                    const std::map<std::string, std::string>& extra = {});
 // Reads and validates a fixture; spec.origin is the path, spec.subject empty.
 PreparedCase read_fixture(const std::filesystem::path& path);
+// Validates a parsed safetensors file as a fixture (read_fixture without the reading; spec.origin is
+// file.source). A file of another format version (e.g. written by a later larc) is refused naming
+// "format", the version found and the larc that wrote it.
+PreparedCase parse_fixture(const fixtures::SafetensorsFile& file);
 // Every "*.safetensors" file under the given files and directories (recursively), sorted; a path
 // that does not exist throws fixtures::FixtureError naming it.
 std::vector<std::filesystem::path> fixture_files(const std::vector<std::string>& paths);

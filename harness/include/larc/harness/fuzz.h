@@ -84,12 +84,19 @@ struct FuzzCase {
 struct CampaignRun {
   std::vector<FuzzCase> cases;  // in index order
   double seconds = 0;
+  bool interrupted = false;     // RunLimits::stop ended the run before its bound
   std::size_t failures() const;
 };
+
+// Asked before each case and each shrinking step; true ends the run (a signal: `larc fuzz` on SIGINT
+// or SIGTERM). The case under way is dropped whole, so every case in a run is finished.
+using StopRequest = std::function<bool()>;
 
 struct RunLimits {
   std::optional<std::uint64_t> cases;  // run the shard's indices below this
   std::optional<std::chrono::steady_clock::time_point> deadline;  // stop starting cases after this
+  std::set<std::uint64_t> skip;  // indices an earlier run of the campaign finished (`--resume`)
+  StopRequest stop;
 };
 
 // Called after each case: cases done so far and the case just run.
@@ -97,8 +104,8 @@ using CaseObserver = std::function<void(std::size_t done, const FuzzCase&)>;
 // Saves a shrunk failure and returns where (the corpus writer of `larc fuzz --corpus`).
 using FailureSaver = std::function<std::string(const FuzzCase&)>;
 
-// Runs the shard's cases in index order within the limits (at least one of them must be set);
-// failures are shrunk and handed to `save` when it is set.
+// Runs the shard's cases in index order within the limits (a case count or a deadline must be set),
+// skipping limits.skip; failures are shrunk and handed to `save` when it is set.
 CampaignRun run_campaign(const Campaign& campaign, Shard shard, const RunLimits& limits, const FailureSaver& save = {},
                          const CaseObserver& observe = {}, const CaseJudge& run = {});
 
@@ -121,6 +128,7 @@ struct ErrorSearch {
 struct SearchLimits {
   int evaluations = 64;  // cases judged in all
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  StopRequest stop;      // ends the search; the worst case so far is its result
 };
 
 // Hill-climbing over the generator's knobs and the length T: each climb starts at a campaign case

@@ -6,7 +6,9 @@
 //   per result: "index" (the campaign case) and, for a failure, "shrunk" (result_json of the shrunk
 //               case), "shrink_steps", "shrink_evaluations", "fixture" (where it was saved);
 //   "search":   for `--target error`: evaluations, restarts, worst_score (results then hold the worst
-//               case found).
+//               case found);
+//   "unfinished": only in the report of a run that has not reached its bound: why ("interrupted by
+//               SIGTERM", "checkpoint"); `larc fuzz --resume` continues it, `larc merge` refuses it.
 // Merging the reports of shards 0..n-1 of one campaign gives the report of one unsharded run of the
 // same cases (timings aside).
 #pragma once
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,9 +42,16 @@ nlohmann::json campaign_report(const nlohmann::json& campaign, const Shard& shar
 nlohmann::json error_search_report(const nlohmann::json& campaign, const Shard& shard, const ErrorSearch& search,
                                    double seconds, const std::string& tree_hash);
 
+// The report of a run continued from `previous` (an unfinished report of the same campaign, tree hash
+// and shard, named `name` in messages): its results and then `now`'s, in index order, the summary's
+// seconds summed, no "unfinished". Throws std::invalid_argument naming the difference.
+nlohmann::json continue_report(const nlohmann::json& previous, const nlohmann::json& now, const std::string& name);
+// The campaign indices a report holds results for (the cases a resumed run skips).
+std::set<std::uint64_t> finished_cases(const nlohmann::json& report);
+
 // Joins the reports of every shard of one campaign (`names` name them in messages). Throws
-// std::invalid_argument naming the problem: not a fuzz report, a different campaign, tree hash or
-// shard count, a shard given twice or missing.
+// std::invalid_argument naming the problem: not a fuzz report, an unfinished one, a different
+// campaign, tree hash or shard count, a shard given twice or missing.
 nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const std::vector<std::string>& names);
 
 // The case results of a report, rebuilt from its JSON (for the gate's JUnit and Markdown writers).

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +24,8 @@ struct Shape {
   std::int64_t B = 1, T = 1, H = 1, K = 1, V = 1;
   std::string str() const;                  // "B,T,H,K,V", e.g. "1,256,2,64,64"
   static Shape parse(const std::string& s);  // throws std::invalid_argument naming the field
+  // Throws std::invalid_argument naming the first size below 1 ("shape: T must be at least 1, got 0").
+  void require_positive() const;
   bool operator==(const Shape&) const = default;
 };
 
@@ -35,6 +38,9 @@ struct TensorSpec {
   std::string dims;     // letters, see dims_of
   std::string meaning;  // one line for docs and `larc fixtures show`
   bool fp32_output = false;  // an output kept in float32 whatever the case's dtype (FLA's final state)
+  // The values an input may hold, bounds included (e.g. max = 0 for log-decays); Mechanism::shape_of
+  // refuses a value outside them naming the input.
+  double min = -std::numeric_limits<double>::infinity(), max = std::numeric_limits<double>::infinity();
 };
 
 // A generator parameter worth stressing, with its range; drawn log-uniformly when log_scale.
@@ -68,10 +74,18 @@ struct Mechanism {
   // Every knob at its default, overridden by `given`; an unknown name or a value outside the knob's
   // range throws std::invalid_argument naming it.
   KnobValues resolve_knobs(const KnobValues& given) const;
-  // Checks every input is present with the shape its spec gives and holds only finite numbers, and
-  // returns the shape; throws std::invalid_argument naming the input and what was expected.
+  // Checks every input is present with the shape its spec gives and holds only finite numbers within
+  // its spec's [min, max], and returns the shape; throws std::invalid_argument naming the input and
+  // what was expected.
   Shape shape_of(const ValueMap& inputs) const;
+  // Throws std::invalid_argument naming the size when one is below 1, or naming the tensor when an
+  // input or output of this mechanism would hold more than kMaxTensorElements elements.
+  void check_shape(const Shape& s) const;
 };
+
+// The most elements a case's tensor may hold: 2^31 − 1, so that element offsets fit a signed 32-bit
+// integer (and a case fits in memory).
+inline constexpr std::int64_t kMaxTensorElements = 2147483647;
 
 // Every registered mechanism, in a fixed order.
 const std::vector<Mechanism>& mechanisms();

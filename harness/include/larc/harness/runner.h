@@ -45,10 +45,13 @@ struct PreparedCase {
 // poisoned with NaN: what a subject's launcher receives.
 TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype);
 
-// Generates the inputs of `spec` and computes the oracle and its error estimate.
+// Generates the inputs of `spec` and computes the oracle and its error estimate. A size below 1 or a
+// tensor past kMaxTensorElements throws std::invalid_argument naming it.
 PreparedCase prepare_case(const CaseSpec& spec);
 // The oracle and its estimate for inputs given in the case's dtype (used by prepare_case and by
-// `larc fixtures gen`).
+// `larc fixtures gen`). Here and in run_subject and judge_candidate, inputs that are missing,
+// misshapen, non-finite or out of their range (a log-decay above 0, β outside [0, 1]) throw
+// std::invalid_argument naming the input (Mechanism::shape_of).
 void compute_oracle(PreparedCase& prepared);
 
 struct CaseResult {

@@ -1,0 +1,67 @@
+# Checks of `larc fuzz` JSON reports, shared by the CLI tests: include() it for equal_results(), or run
+# it as a script:
+#   cmake -DMODE=equal -DA=<report> -DB=<report> -P fuzz_report_check.cmake
+#       the "results" of A and B are equal once their timings are removed;
+#   cmake -DMODE=unfinished -DA=<report> -DREASON=<regex> -DCASES=<n> -P fuzz_report_check.cmake
+#       A parses, its "unfinished" matches REASON, it holds between 1 and n − 1 results with distinct
+#       increasing indices below n, and its summary counts them.
+
+# equal_results(A B): the "results" of two reports are equal once their timings are removed.
+function(equal_results file_a file_b)
+  file(READ ${file_a} a)
+  file(READ ${file_b} b)
+  string(JSON na LENGTH "${a}" results)
+  string(JSON nb LENGTH "${b}" results)
+  if(NOT na EQUAL nb OR na EQUAL 0)
+    message(FATAL_ERROR "${file_a} has ${na} results, ${file_b} ${nb}")
+  endif()
+  math(EXPR last "${na} - 1")
+  foreach(i RANGE ${last})
+    foreach(side a b)
+      string(JSON r GET "${${side}}" results ${i})
+      string(JSON r REMOVE "${r}" seconds)
+      string(JSON shrunk ERROR_VARIABLE no_shrunk GET "${r}" shrunk)
+      if(NOT no_shrunk)
+        string(JSON r REMOVE "${r}" shrunk seconds)
+      endif()
+      set(${side}_${i} "${r}")
+    endforeach()
+    string(JSON same EQUAL "${a_${i}}" "${b_${i}}")
+    if(NOT same)
+      message(FATAL_ERROR "result ${i} differs between ${file_a} and ${file_b}:\n${a_${i}}\n${b_${i}}")
+    endif()
+  endforeach()
+endfunction()
+
+# unfinished_report(A REASON CASES): see above.
+function(unfinished_report file reason cases)
+  file(READ ${file} j)
+  string(JSON why ERROR_VARIABLE none GET "${j}" unfinished)
+  if(none OR NOT why MATCHES "${reason}")
+    message(FATAL_ERROR "${file}: \"unfinished\" is '${why}', expected /${reason}/")
+  endif()
+  string(JSON n LENGTH "${j}" results)
+  string(JSON counted GET "${j}" summary cases)
+  if(n LESS 1 OR NOT n LESS cases OR NOT counted EQUAL n)
+    message(FATAL_ERROR "${file}: ${n} results (summary: ${counted}), expected 1 to ${cases} - 1")
+  endif()
+  math(EXPR last "${n} - 1")
+  set(previous -1)
+  foreach(i RANGE ${last})
+    string(JSON index GET "${j}" results ${i} index)
+    if(NOT index GREATER previous OR NOT index LESS cases)
+      message(FATAL_ERROR "${file}: result ${i} is case ${index} after case ${previous}")
+    endif()
+    set(previous ${index})
+  endforeach()
+endfunction()
+
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+  if(MODE STREQUAL "equal")
+    equal_results(${A} ${B})
+  elseif(MODE STREQUAL "unfinished")
+    unfinished_report(${A} "${REASON}" ${CASES})
+  else()
+    message(FATAL_ERROR "MODE must be equal or unfinished, got '${MODE}'")
+  endif()
+endif()
