@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct BadFixture {
   std::string message;  // a regular expression the refusal must match
   std::function<void(fx::SafetensorsFile&)> corrupt;
 };
+// GoogleTest prints a row by its name (not its bytes) in test listings and CTest's output.
+inline void PrintTo(const BadFixture& f, std::ostream* os) { *os << f.name; }
 
 // A small fp32 GDN fixture [1, 5, 1, 2, 2], written to `dir` and read back as safetensors.
 inline fx::SafetensorsFile good_fixture(const std::filesystem::path& dir) {

@@ -1,6 +1,7 @@
 // The committed H200 reports are tied to the source they were made from: report_freshness refuses a
 // report of another tree, of an uncommitted tree or without a hash; VLA-C10's verdict is judged from
-// the measured timings by a function that these synthetic reports exercise in each direction.
+// the measured timings by a function that these synthetic reports exercise in each direction, and
+// KLA-C6 quotes measured KLA/GDN time ratios paired row by row.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -67,6 +68,25 @@ TEST(VlaKernelSpeed, AMissingOrMalformedReportIsSaidSo) {
   const auto o = larc::props::judge_vla_kernel_speed(bad);
   EXPECT_EQ(o.verdict, Verdict::not_checkable_here);
   EXPECT_NE(o.evidence.find("malformed"), std::string::npos) << o.evidence;
+}
+
+json row(const std::string& kernel, const std::string& kind, double T, double B, double ms) {
+  return {{"kernel", kernel}, {"kind", kind}, {"T", T}, {"B", B}, {"H", kind == "decode" ? 1.0 : 16.0},
+          {"D", 128.0}, {"dtype", "bf16"}, {"ms", ms}};
+}
+
+TEST(MeasuredTimeRatios, PairsRowsOfTheSameShapeOnly) {
+  const json report{{"tree_hash", kHash},
+                    {"rows", {row("kla", "prefill", 2048, 1, 1.2), row("gdn", "prefill", 2048, 1, 1.0),
+                              row("kla", "prefill", 8192, 1, 5.0), row("gdn", "decode", 1, 132, 0.01),
+                              row("kla", "decode", 1, 132, 0.015)}}};
+  const std::string s = larc::props::measured_time_ratios(report, "kla", "gdn");
+  EXPECT_NE(s.find("prefill T = 2048: 1.2"), std::string::npos) << s;
+  EXPECT_NE(s.find("decode B×H = 132: 1.5"), std::string::npos) << s;
+  EXPECT_EQ(s.find("8192"), std::string::npos) << s;  // no GDN row of that shape
+  EXPECT_NE(s.find(kHash), std::string::npos) << s;
+  EXPECT_EQ(larc::props::measured_time_ratios(report, "kla", "vla"), "");
+  EXPECT_EQ(larc::props::measured_time_ratios(json(nullptr), "kla", "gdn"), "");
 }
 
 }  // namespace

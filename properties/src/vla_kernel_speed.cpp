@@ -1,7 +1,6 @@
 #include "larc/properties/vla_kernel_speed.h"
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -36,14 +35,6 @@ std::string num(double x, int digits = 3) {
 }
 
 }  // namespace
-
-std::string h200_bench_report_path() { return std::string(LARC_SOURCE_DIR) + "/reports/h200/bench.json"; }
-
-nlohmann::json read_h200_bench_report() {
-  std::ifstream in(h200_bench_report_path());
-  if (!in) return nullptr;
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
 
 ClaimOutcome judge_vla_kernel_speed(const nlohmann::json& report) {
   ClaimOutcome out;

@@ -8,13 +8,9 @@
 #include <string>
 
 #include "larc/properties/claims.h"
+#include "larc/properties/h200_bench.h"
 
 namespace larc::props {
-
-// The committed benchmark report's path in the source checkout.
-std::string h200_bench_report_path();
-// That report, or null when it is absent or not JSON (judge_vla_kernel_speed then says so).
-nlohmann::json read_h200_bench_report();
 
 // HOLDS when the measured kernel is O(T) (log-log slope of time against T within [0.85, 1.15] over the
 // upper half of the lengths measured), at least 14× faster than the sequential loop and faster than
