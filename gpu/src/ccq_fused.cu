@@ -2,20 +2,25 @@
 // harness mechanisms "ccq-gla" and "ccq-gdn" (harness/src/mechanisms_ccq.cpp = reference/ccq.h with the
 // uniform covariance, λ_t given as an input). Per head and token t, as ccq.h's State::step:
 //
-//   C ← C + k_t k_tᵀ;  m ← m + k_t;  n ← n + 1                      (key statistics, uniform weights)
-//   q̃_t = q_t − λ_t Σ_t q_t,  Σ_t q = C q/n − m (mᵀq)/n²            (the conditioned query, CCQ-C3)
+//   n ← n + 1;  δ = k_t − μ;  μ ← μ + δ/n;  M ← M + ((n−1)/n) δ δᵀ  (centred key statistics, uniform
+//                                                                   weights: Welford, M = n Σ_t)
+//   q̃_t = q_t − λ_t Σ_t q_t,  Σ_t q = M q / n                        (the conditioned query, CCQ-C3)
 //   backbone step with q̃_t instead of q_t (CCQ-C4: the state is the backbone's, untouched):
 //     GLA  S ← Diag(e^{gk_t}) S + k_t v_tᵀ;                       o_t = Sᵀ (scale · q̃_t)
 //     GDN  S ← e^{g_t} S;  u = β_t (v_t − Sᵀ k_t);  S ← S + k_t uᵀ;  o_t = Sᵀ (scale · q̃_t)   (FLA's order)
 //
-// scale = K^{-1/2}; zero initial state and statistics. Outputs o [B,T,H,V], final_state S_T [B,H,K,V],
-// final_key_gram C_T [B,H,K,K], final_key_sum m_T [B,H,K] (fp32; n_T = T). No "initial_state": the
+// Σ_t is ccq.h's C/n − m mᵀ/n² (C = Σ k kᵀ, m = Σ k); formed that way it cancels: after one token
+// Σ_1 = k kᵀ − k kᵀ = 0 exactly, yet C q and m (mᵀq) rounded apart leave u‖k‖²‖q‖ behind (the H200
+// fuzz campaign's worst fp32 failures, 4–8× the tolerance at t = 0, keys with ‖k‖ ≈ 6). The centred form
+// has no such cancellation: M_1 = 0 exactly. scale = K^{-1/2}; zero initial state and statistics.
+// Outputs o [B,T,H,V], final_state S_T [B,H,K,V], final_key_gram C_T [B,H,K,K] (a second pass over
+// the keys, in the blocks of tile 0, when asked for), final_key_sum m_T [B,H,K] (fp32; n_T = T). No "initial_state": the
 // carried state is (S, C, m, n), so S alone cannot continue a sequence; such a tensor is refused.
 //
 // Mapping (register_matrices.cuh): one block of 256 threads per (b, h, tile of 32 value columns), the
-// index in gridDim.x. C lives in registers as SquareRows (every tile of a head computes the same C and
-// q̃ bit for bit), the backbone's state tile as StateColumns. Warp 0 keeps m and n in registers and
-// stages k_t, q_t, the decays and the token's scalars in shared memory; the next token's inputs are
+// index in gridDim.x. M lives in registers as SquareRows (every tile of a head computes the same M and
+// q̃ bit for bit), the backbone's state tile as StateColumns. Warp 0 keeps m, μ and n in registers and
+// stages k_t, δ_t, q_t, the decays and the token's scalars in shared memory; the next token's inputs are
 // loaded into registers while this one is computed. Two __syncthreads per token; what the backbone
 // phase reads is double-buffered by token parity so the next token's warp-0 work may overlap it.
 #include "larc/gpu/api.h"
@@ -43,25 +48,24 @@ struct CcqParams {
 };
 
 struct TokenScalars {
-  float lambda, count, key_sum_dot_query;  // λ_t, n_t, m_tᵀ q_t
-  float alpha, beta;                       // GDN: e^{g_t}, β_t
+  float lambda, count, deviation_weight;  // λ_t, n_t, (n_t − 1)/n_t
+  float alpha, beta;                      // GDN: e^{g_t}, β_t
 };
 
 // The shared vectors of the block (KMAX entries each, entries ≥ K zero).
 template <int KMAX>
 struct alignas(16) CcqShared {
   float query[KMAX];             // q_t
-  float key_sum[KMAX];           // m_t
-  float scaled_query[KMAX];      // scale · q̃_t
+  float scaled_query[KMAX];      // scale · q̃_t; after the last token, μ_T
   float key[2][KMAX];            // k_t, by token parity
+  float deviation[2][KMAX];      // δ_t = k_t − μ_{t−1}, by token parity
   float channel_decay[2][KMAX];  // GLA: e^{gk_t}, by token parity
   TokenScalars scalars[2];       // by token parity
 };
 
-// SPEC §2: q̃_i = q_i − λ (Σ q)_i with (Σ q)_i = (C q)_i / n − m_i (mᵀq) / n² (ccq.h sigma_times_given_cq).
-__device__ __forceinline__ float conditioned_query(float q_i, float cq_i, float m_i, float mq, float n, float lambda) {
-  const float sigma_q = cq_i / n - m_i * (mq / (n * n));
-  return q_i - lambda * sigma_q;
+// SPEC §2: q̃_i = q_i − λ (Σ q)_i with Σ = M / n (M the centred key Gram).
+__device__ __forceinline__ float conditioned_query(float q_i, float mq_i, float n, float lambda) {
+  return q_i - lambda * (mq_i / n);
 }
 
 // One token's raw inputs in their dtype, loaded a token ahead and converted when used (so the loads stay
@@ -106,32 +110,34 @@ struct TokenInputs {
   }
 };
 
-// Warp 0: m ← m + k_t, n ← n + 1 (registers), then stages q_t, m_t, k_t, e^{gk_t} and the token's scalars.
+// Warp 0's key statistics, lane i holding entries i + 32c: m = Σ k (for the output), μ = m / n kept
+// centred (Welford), n.
+template <int KMAX>
+struct KeyStatistics {
+  float sum[KMAX / 32] = {}, mean[KMAX / 32] = {}, count = 0.f;
+};
+
+// Warp 0: n ← n + 1, δ = k_t − μ, μ ← μ + δ/n, m ← m + k_t (registers), then stages q_t, k_t, δ, e^{gk_t}
+// and the token's scalars.
 template <Backbone BB, class T, int KMAX>
-__device__ __forceinline__ void stage_token(const TokenInputs<BB, T, KMAX>& in, float (&key_sum)[KMAX / 32], float& count,
+__device__ __forceinline__ void stage_token(const TokenInputs<BB, T, KMAX>& in, KeyStatistics<KMAX>& keys,
                                             CcqShared<KMAX>& sh, int parity, int K) {
   const int lane = threadIdx.x % 32;
-  float k[KMAX / 32], q[KMAX / 32], mq = 0.f;
-#pragma unroll
-  for (int c = 0; c < KMAX / 32; ++c) {
-    k[c] = to_float(in.k[c]);
-    q[c] = to_float(in.q[c]);
-    key_sum[c] += k[c];
-    mq += key_sum[c] * q[c];
-  }
-  mq = group_sum<32>(mq);
-  count += 1.f;
+  keys.count += 1.f;
 #pragma unroll
   for (int c = 0; c < KMAX / 32; ++c) {
     const int i = lane + 32 * c;
-    sh.query[i] = q[c];
-    sh.key_sum[i] = key_sum[c];
-    sh.key[parity][i] = k[c];
+    const float k = to_float(in.k[c]), deviation = k - keys.mean[c];
+    keys.mean[c] += deviation / keys.count;
+    keys.sum[c] += k;
+    sh.query[i] = to_float(in.q[c]);
+    sh.key[parity][i] = k;
+    sh.deviation[parity][i] = deviation;
     if constexpr (BB == Backbone::gla) sh.channel_decay[parity][i] = i < K ? exp_rounded_once(to_float(in.gk[c])) : 0.f;
   }
   if (lane == 0)
-    sh.scalars[parity] = {to_float(in.lambda), count, mq, BB == Backbone::gdn ? exp_rounded_once(to_float(in.g)) : 1.f,
-                          to_float(in.beta)};
+    sh.scalars[parity] = {to_float(in.lambda), keys.count, (keys.count - 1.f) / keys.count,
+                          BB == Backbone::gdn ? exp_rounded_once(to_float(in.g)) : 1.f, to_float(in.beta)};
 }
 
 template <Backbone BB, class T, int KMAX>
@@ -141,11 +147,11 @@ __global__ void __launch_bounds__(kBlockThreads) ccq_fused_recurrent(const CcqPa
 
   const BlockHead at = block_head(p.H, p.tiles);
   const int K = p.K;
-  SquareRows<KMAX> C;
-  C.set_diagonal(0.f, K);  // C_0 = 0
+  SquareRows<KMAX> M;
+  M.set_diagonal(0.f, K);  // M_0 = 0
   StateColumns<KMAX> S;    // S_0 = 0
   const std::int64_t j = std::int64_t{at.tile} * StateColumns<KMAX>::kTileV + S.column;
-  float key_sum[KMAX / 32] = {}, count = 0.f;  // warp 0: m_i (i = lane + 32c) and n
+  KeyStatistics<KMAX> keys;  // warp 0
 
   TokenInputs<BB, T, KMAX> next;
   if (p.tokens > 0) next.load(p, at.b, at.h, 0, j);
@@ -156,15 +162,15 @@ __global__ void __launch_bounds__(kBlockThreads) ccq_fused_recurrent(const CcqPa
     const TokenInputs<BB, T, KMAX> in = next;
     if (t + 1 < p.tokens) next.load(p, at.b, at.h, t + 1, j);
 
-    if (threadIdx.x < 32) stage_token(in, key_sum, count, sh, parity, K);
+    if (threadIdx.x < 32) stage_token(in, keys, sh, parity, K);
     __syncthreads();
     const float* k = sh.key[parity];
+    const float* deviation = sh.deviation[parity];
     const TokenScalars& s = sh.scalars[parity];
-    C.add_outer(k[C.row], k);  // C_t = C_{t−1} + k_t k_tᵀ
-    const float cq = C.row_times(sh.query);
-    if (C.part == 0 && C.row < K)
-      sh.scaled_query[C.row] =
-          p.scale * conditioned_query(sh.query[C.row], cq, sh.key_sum[C.row], s.key_sum_dot_query, s.count, s.lambda);
+    M.add_outer(s.deviation_weight * deviation[M.row], deviation);  // M_t = M_{t−1} + ((n−1)/n) δ δᵀ
+    const float mq = M.row_times(sh.query);
+    if (M.part == 0 && M.row < K)
+      sh.scaled_query[M.row] = p.scale * conditioned_query(sh.query[M.row], mq, s.count, s.lambda);
     __syncthreads();
     if constexpr (BB == Backbone::gla) {
       S.scale_rows(sh.channel_decay[parity]);
@@ -180,11 +186,23 @@ __global__ void __launch_bounds__(kBlockThreads) ccq_fused_recurrent(const CcqPa
 
   if (p.final_state.data != nullptr) S.store(p.final_state, at.b, at.h, K, j, p.V);
   if (at.tile != 0) return;
-  if (p.final_key_gram.data != nullptr) C.store(p.final_key_gram, at.b, at.h, K);
+  if (p.final_key_gram.data != nullptr) {
+    // C_T = Σ_t k_t k_tᵀ, summed again token by token: M_T + n μ μᵀ would cost up to 15× C's rounding
+    // error (keys with a large mean; a float32 model of both), so the output gets its own pass.
+    SquareRows<KMAX> C;
+    C.set_diagonal(0.f, K);
+    for (std::int64_t t = 0; t < p.tokens; ++t) {
+      __syncthreads();  // the previous token's key is read by everyone
+      if (threadIdx.x < KMAX) sh.key[0][threadIdx.x] = threadIdx.x < K ? to_float(*p.k.at(at.b, t, at.h, threadIdx.x)) : 0.f;
+      __syncthreads();
+      C.add_outer(sh.key[0][C.row], sh.key[0]);
+    }
+    C.store(p.final_key_gram, at.b, at.h, K);
+  }
   if (p.final_key_sum.data != nullptr && threadIdx.x < 32) {
 #pragma unroll
     for (int c = 0; c < KMAX / 32; ++c)
-      if (threadIdx.x + 32 * c < K) *p.final_key_sum.at(at.b, at.h, threadIdx.x + 32 * c) = key_sum[c];
+      if (threadIdx.x + 32 * c < K) *p.final_key_sum.at(at.b, at.h, threadIdx.x + 32 * c) = keys.sum[c];
   }
 }
 
@@ -242,8 +260,8 @@ Kernel ccq_kernel(Backbone bb) {
   k.name = gla ? "ccq-gla-fused-recurrent" : "ccq-gdn-fused-recurrent";
   k.mechanism = gla ? "ccq-gla" : "ccq-gdn";
   k.description = std::string("CCQ read on ") + (gla ? "GLA" : "GDN") +
-                  " fused recurrent: key Gram C (K×K) and the backbone state in registers, q̃ = (I − λΣ)q, uniform "
-                  "covariance, scale K^-1/2";
+                  " fused recurrent: centred key Gram M = nΣ (K×K, Welford) and the backbone state in registers, "
+                  "q̃ = (I − λΣ)q, uniform covariance, scale K^-1/2";
   k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
   k.limits.max_K = kMaxK;
   k.limits.initial_state = false;
