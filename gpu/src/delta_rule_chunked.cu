@@ -1,0 +1,143 @@
+// Launchers and registry entries of the chunked GDN / KLA forward (issue 8; the kernels:
+// delta_rule_chunked.cuh; docs/gpu-kernels.md "Chunked delta rule (issue 8)"). Inputs and outputs are
+// exactly gdn-fused-recurrent's and kla-fused-recurrent's (delta_rule_fused.cu): q, k [B,T,H,K],
+// v and o [B,T,H,V], g and beta (KLA: eta) [B,T,H] in one dtype, optional fp32 initial_state and
+// final_state [B,H,K,V]; scale K^-1/2; KLA's ε = 1e-6. K ≤ 128 (see the docs); any V ≥ 1, any T ≥ 0.
+//
+// Workspace: one Record per (batch, head, chunk) — W [64][KP], U [64][V], P [64][64], γ and
+// Γ_{n−1,·} [64] in fp32, KP = 64 (K ≤ 64) or 128 — 256·(KP + V + 66) bytes a chunk, e.g. 2.7 GB at
+// B = 1, H = 16, K = V = 128, T = 131,072. Allocated stream-ordered (cudaMallocAsync) by each launch
+// and freed after the second kernel (cudaFreeAsync), so a launch stays asynchronous; the device's
+// default pool keeps freed memory for the next launch (release threshold set to never).
+#include <cmath>
+#include <string>
+
+#include "delta_rule_chunked.cuh"
+#include "families.h"
+
+namespace larc::gpu::detail {
+
+namespace {
+
+using namespace delta_rule_chunked;
+
+constexpr float kKlaEps = 1e-6f;  // harness mechanisms_delta_rule.cpp kKlaEps, as kla-fused-recurrent
+constexpr std::int64_t kMaxK = 128;
+
+// Opts a kernel into `bytes` of dynamic shared memory when above the default 48 KB.
+template <class Kernel>
+cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+}
+
+// "<kernel>: launch failed (<what>): <error>", the fused launchers' wording with the step named.
+Status cuda_failure(const std::string& name, const std::string& what, cudaError_t e) {
+  return Status::failure(name + ": launch failed (" + what + "): " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+}
+
+template <class T, int KP, Step STEP>
+Status enqueue(Params<T> p, std::int64_t batch, cudaStream_t stream, const std::string& name) {
+  const auto prepare = chunk_prepare<T, KP, STEP>;
+  const auto pass = state_pass<T, KP>;
+  const std::size_t prepare_smem = sizeof(float) * prepare_smem_floats<KP>();
+  const std::size_t pass_smem = sizeof(float) * state_pass_smem_floats<KP>();
+  cudaError_t e = allow_smem(prepare, prepare_smem);
+  if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
+  if (e != cudaSuccess) return cuda_failure(name, "shared-memory opt-in", e);  // nothing was launched
+
+  const std::int64_t records = batch * p.H * p.chunks;
+  if (records > 0) {
+    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(records * Record<KP>::floats(p.V));
+    // Keep freed workspaces in the device's default pool (release threshold: never) so that the next
+    // launch's cudaMallocAsync reuses them instead of mapping fresh memory at every launch.
+    int device = 0;
+    cudaMemPool_t pool = nullptr;
+    std::uint64_t keep = ~std::uint64_t{0};
+    e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, device);
+    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e != cudaSuccess) return cuda_failure(name, "workspace pool", e);
+    void* workspace = nullptr;
+    e = cudaMallocAsync(&workspace, bytes, stream);
+    if (e != cudaSuccess) return cuda_failure(name, "workspace of " + std::to_string(bytes) + " bytes", e);
+    p.workspace = static_cast<float*>(workspace);
+    prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
+  }
+  pass<<<static_cast<unsigned>(batch * p.H * p.v_tiles), kThreads, pass_smem, stream>>>(p);
+  const Status launched = launch_status(name);  // read before the free can set another error
+  if (p.workspace != nullptr && (e = cudaFreeAsync(p.workspace, stream)) != cudaSuccess && launched)
+    return cuda_failure(name, "freeing the workspace", e);
+  return launched;
+}
+
+template <Step STEP>
+Status launch(const LaunchArgs& args, const std::string& name) {
+  Validator v(name, args);
+  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  const TensorView* q = v.input("q", "BTHK", dt);
+  const TensorView* k = v.input("k", "BTHK", dt);
+  const TensorView* val = v.input("v", "BTHV", dt);
+  const TensorView* gate = v.input("g", "BTH", dt);
+  const TensorView* step = v.input(STEP == Step::beta ? "beta" : "eta", "BTH", dt);
+  const TensorView* h0 = v.input("initial_state", "BHKV", DType::fp32, true);
+  const TensorView* o = v.output("o", "BTHV", dt);
+  const TensorView* ht = v.output("final_state", "BHKV", DType::fp32, true);
+  v.require_size('K', 1, kMaxK);
+  v.require_size('V', 1, 0);
+  const std::int64_t B = v.size('B'), H = v.size('H'), tokens = v.size('T');
+  const std::int64_t chunks = (tokens + kChunk - 1) / kChunk;
+  const std::int64_t v_tiles = (v.size('V') + kTileV - 1) / kTileV;
+  v.require_grid(B * H * (chunks > v_tiles ? chunks : v_tiles));  // chunk_prepare's and state_pass's grids
+  if (!v.ok()) return v.status();
+  if (B * H == 0) return Status::success();  // no sequence or no head: nothing to compute
+
+  return dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    Params<T> p;
+    p.q = strided<const T>(q);
+    p.k = strided<const T>(k);
+    p.v = strided<const T>(val);
+    p.gate = strided<const T>(gate);
+    p.step = strided<const T>(step);
+    p.o = strided<T>(o);
+    p.initial_state = strided<const float>(h0);
+    p.final_state = strided<float>(ht);
+    p.tokens = tokens;
+    p.chunks = chunks;
+    p.H = static_cast<int>(H);
+    p.K = static_cast<int>(v.size('K'));
+    p.V = static_cast<int>(v.size('V'));
+    p.v_tiles = static_cast<int>(v_tiles);
+    p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.K)));
+    p.eps = kKlaEps;
+    return p.K <= 64 ? enqueue<T, 64, STEP>(p, B, stream_of(args), name)
+                     : enqueue<T, 128, STEP>(p, B, stream_of(args), name);
+  });
+}
+
+template <Step STEP>
+Kernel kernel_entry(std::string name, std::string mechanism, std::string description) {
+  Kernel k;
+  k.name = name;
+  k.mechanism = std::move(mechanism);
+  k.description = std::move(description);
+  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.limits.max_K = kMaxK;
+  k.limits.initial_state = true;
+  k.launch = [name](const LaunchArgs& args) { return launch<STEP>(args, name); };
+  return k;
+}
+
+}  // namespace
+
+void append_delta_rule_chunked_kernels(std::vector<Kernel>& out) {
+  out.push_back(kernel_entry<Step::beta>(
+      "gdn-chunked", "gdn",
+      "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, then the state pass with the output; "
+      "bf16/fp16 products on tensor cores, fp32 by FMA"));
+  out.push_back(kernel_entry<Step::kaczmarz>(
+      "kla-chunked", "kla", "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel"));
+}
+
+}  // namespace larc::gpu::detail
