@@ -29,7 +29,8 @@
 // layout — never TF32 (FLA's chunk kernel on fp32 inputs returns TF32-grade results, up to 0.9 % off at
 // one timestep, ../shared/anchors/README.md).
 //
-// Shared memory holds every staged operand as fp32 with row pitches ≡ 4 (mod 32) floats.
+// Shared memory holds every staged operand as fp32 with row pitches ≡ 4 (mod 8) floats, so the reads
+// of a fragment's k-pairs (rows 2t, 2t + 1 of column g, lane = 4g + t) fall in 32 distinct banks.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +47,12 @@ using delta_rule::TokenRows;
 constexpr int kChunk = 64;
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kTileV = 32;      // value columns per state_pass block
+constexpr int kTileV = 16;      // value columns per state_pass block (16 or 32)
+// 8-column tiles per warp strip in state_pass, chosen so that every product has 8 strips (one a warp)
+// at KP = 128: 64 × kTileV outputs (V_new, o) in strips of 16 × kTileV/2, KP × kTileV (S) in
+// strips of 16 × kTileV.
+constexpr int kRowStripTiles = kTileV / 16;
+constexpr int kStateStripTiles = kTileV / 8;
 constexpr int kPrepTileV = 64;  // value columns per U pass of chunk_prepare
 constexpr int kSplitTerms = 2;  // bf16 terms of an operand that is not a bf16 input
 
@@ -319,17 +325,18 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_prepare(const Params<T> p) 
   __syncthreads();
 
   // T = (I + A)^{-1} by forward substitution, one column per thread (column c of T solves
-  // (I + A) x = e_c; rows in order, j ascending as the reference's unit_lower_solve), then
-  // T Diag(β) in place of A.
+  // (I + A) x = e_c, rows in order), then T Diag(β) in place of A. Row i's Σ_{j<i} A_ij x_j is summed
+  // in four partial sums (j mod 4, each j ascending) combined pairwise, so the dependent chain is one
+  // FMA and two adds per row instead of i FMAs (the reference's unit_lower_solve sums j in order).
   float x[kChunk];
   if (threadIdx.x < kChunk) {
     const int col = threadIdx.x;
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
-      float s = i == col ? 1.f : 0.f;
+      float s[4] = {i == col ? 1.f : 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int j = 0; j < i; ++j) s = fmaf(-t_s[i * cp + j], x[j], s);
-      x[i] = s;
+      for (int j = 0; j < i; ++j) s[j % 4] = fmaf(-t_s[i * cp + j], x[j], s[j % 4]);
+      x[i] = (s[0] + s[1]) + (s[2] + s[3]);
     }
   }
   __syncthreads();
@@ -437,8 +444,8 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     __syncthreads();
 
     // V_new = U − W S_c, in place of U.
-    for_each_strip<kChunk, kTileV, 2>([&](int m0, int n0) {
-      float acc[2][4];
+    for_each_strip<kChunk, kTileV, kRowStripTiles>([&](int m0, int n0) {
+      float acc[kRowStripTiles][4];
       zero(acc);
       warp_product<T, kSplitTerms, kSplitTerms, KP>(acc, [&](int i, int d) { return w_s[i * kp + d]; }, s_at, m0, n0);
       for_each_element(acc, m0, n0, [&](int i, int col, float y) { vn_s[i * sp + col] = vn_s[i * sp + col] - y; });
@@ -446,13 +453,13 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     __syncthreads();
 
     // o = scale [γ ⊙ (Q S_c) + P V_new], rows < n and columns < V.
-    for_each_strip<kChunk, kTileV, 2>([&](int m0, int n0) {
-      float acc[2][4];
+    for_each_strip<kChunk, kTileV, kRowStripTiles>([&](int m0, int n0) {
+      float acc[kRowStripTiles][4];
       zero(acc);
       warp_product<T, in, kSplitTerms, KP>(acc, [&](int i, int d) { return q_s[i * kp + d]; }, s_at, m0, n0);
       const int g = threadIdx.x % 32 / 4;
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
+      for (int j = 0; j < kRowStripTiles; ++j)
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[j][r] *= gamma_s[m0 + g + 8 * (r / 2)];
       warp_product<T, kSplitTerms, kSplitTerms, kChunk>(acc, [&](int i, int j) { return p_s[i * cp + j]; }, vn_at, m0,
@@ -465,8 +472,8 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
 
     // S_{c+1} = γ_{n−1} S_c + K^T (Γ_{n−1,·} ⊙ V_new).
     const float decay_last = gamma_s[n - 1];
-    for_each_strip<KP, kTileV, 4>([&](int m0, int n0) {
-      float acc[4][4];
+    for_each_strip<KP, kTileV, kStateStripTiles>([&](int m0, int n0) {
+      float acc[kStateStripTiles][4];
       zero(acc);
       warp_product<T, in, kSplitTerms, kChunk>(acc, [&](int r, int i) { return k_s[i * kp + r]; },
                                                [&](int i, int col) { return to_end_s[i] * vn_s[i * sp + col]; }, m0, n0);
