@@ -226,10 +226,10 @@ __device__ __forceinline__ void stage_rows(float* dst, int pitch, const TokenRow
 }
 
 // Shared-memory floats of chunk_prepare: G' (fp64) and the reset index take 3·64 floats, then
-// k, q [64][KP+4], Γ and A/T [64][68], β and γ [64].
+// k, q [64][KP+4], Γ and A/T [64][68], β, γ and g [64].
 template <int KP>
 constexpr int prepare_smem_floats() {
-  return 3 * kChunk + 2 * kChunk * (KP + 4) + 2 * kChunk * (kChunk + 4) + 2 * kChunk;
+  return 3 * kChunk + 2 * kChunk * (KP + 4) + 2 * kChunk * (kChunk + 4) + 3 * kChunk;
 }
 
 template <class T, int KP, Step STEP>
@@ -244,6 +244,7 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_prepare(const Params<T> p) 
   float* const t_s = ratio_s + kChunk * cp;                          // A, then T Diag(β) [64][cp]
   float* const beta_s = t_s + kChunk * cp;                           // β (0 past n)
   float* const gamma_s = beta_s + kChunk;                            // γ (0 past n)
+  float* const gate_s = gamma_s + kChunk;                            // g (0 past n)
 
   const std::int64_t block = blockIdx.x;
   const std::int64_t c = block % p.chunks;
@@ -258,6 +259,7 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_prepare(const Params<T> p) 
 
   stage_rows<T, KP>(k_s, kp, k, t0, n, 0, K);
   stage_rows<T, KP>(q_s, kp, q, t0, n, 0, K);
+  if (const int i = threadIdx.x; i < kChunk) gate_s[i] = i < n ? to_float(gate(t0 + i)) : 0.f;
   __syncthreads();
 
   // β per token (threads 0..63); the log-decays' prefix sums in fp64 (thread 64).
@@ -274,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_prepare(const Params<T> p) 
     int last = -1;
     for (int i = 0; i < kChunk; ++i) {
       if (i < n) {
-        const float g = to_float(gate(t0 + i));
+        const float g = gate_s[i];
         if (isinf(g) && g < 0.f) {  // α = 0: nothing before token i survives it
           last = i;
           sum = 0;
