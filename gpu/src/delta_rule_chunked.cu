@@ -2,10 +2,10 @@
 // delta_rule_chunked.cuh; docs/gpu-kernels.md "Chunked delta rule (issue 8)"). Inputs and outputs are
 // exactly gdn-fused-recurrent's and kla-fused-recurrent's (delta_rule_fused.cu): q, k [B,T,H,K],
 // v and o [B,T,H,V], g and beta (KLA: eta) [B,T,H] in one dtype, optional fp32 initial_state and
-// final_state [B,H,K,V]; scale K^-1/2; KLA's ε = 1e-6. K ≤ 128 (see the docs); any V ≥ 1, any T ≥ 0.
+// final_state [B,H,K,V]; scale K^-1/2; KLA's ε = 1e-6. K ≤ 256, any V ≥ 1, any T ≥ 0.
 //
 // Workspace: one Record per (batch, head, chunk) — W [64][KP], U [64][V], P [64][64], γ and
-// Γ_{n−1,·} [64] in fp32, KP = 64 (K ≤ 64) or 128 — 256·(KP + V + 66) bytes a chunk, e.g. 2.7 GB at
+// Γ_{n−1,·} [64] in fp32, KP = 64, 128 or 256 (the least ≥ K) — 256·(KP + V + 66) bytes a chunk, e.g. 2.7 GB at
 // B = 1, H = 16, K = V = 128, T = 131,072. Allocated stream-ordered (cudaMallocAsync) by each launch
 // and freed after the second kernel (cudaFreeAsync), so a launch stays asynchronous; the device's
 // default pool keeps freed memory for the next launch (release threshold set to never).
@@ -22,7 +22,7 @@ namespace {
 using namespace delta_rule_chunked;
 
 constexpr float kKlaEps = 1e-6f;  // harness mechanisms_delta_rule.cpp kKlaEps, as kla-fused-recurrent
-constexpr std::int64_t kMaxK = 128;
+constexpr std::int64_t kMaxK = 256;
 
 // Opts a kernel into `bytes` of dynamic shared memory when above the default 48 KB.
 template <class Kernel>
@@ -111,8 +111,9 @@ Status launch(const LaunchArgs& args, const std::string& name) {
     p.v_tiles = static_cast<int>(v_tiles);
     p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.K)));
     p.eps = kKlaEps;
-    return p.K <= 64 ? enqueue<T, 64, STEP>(p, B, stream_of(args), name)
-                     : enqueue<T, 128, STEP>(p, B, stream_of(args), name);
+    if (p.K <= 64) return enqueue<T, 64, STEP>(p, B, stream_of(args), name);
+    if (p.K <= 128) return enqueue<T, 128, STEP>(p, B, stream_of(args), name);
+    return enqueue<T, 256, STEP>(p, B, stream_of(args), name);
   });
 }
 

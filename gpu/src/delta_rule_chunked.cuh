@@ -49,7 +49,7 @@ constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kTileV = 16;      // value columns per state_pass block (16 or 32)
 // 8-column tiles per warp strip in state_pass, chosen so that every product has 8 strips (one a warp)
-// at KP = 128: 64 × kTileV outputs (V_new, o) in strips of 16 × kTileV/2, KP × kTileV (S) in
+// at KP = 128 (16 at KP = 256): 64 × kTileV outputs (V_new, o) in strips of 16 × kTileV/2, KP × kTileV (S) in
 // strips of 16 × kTileV.
 constexpr int kRowStripTiles = kTileV / 16;
 constexpr int kStateStripTiles = kTileV / 8;
@@ -199,7 +199,7 @@ __device__ __forceinline__ void zero(float (&acc)[NT][4]) {
 // ‖k‖² by kla-fused-recurrent's tree (delta_rule_fused.cuh column_dot, any geometry): the KP rows (zero
 // past K) cut into 8 runs of KP/8, each summed with four accumulators (row j into j % 4), the run sums
 // combined ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)). KP is the fused kernel's KMAX for the
-// same K (64 or 128), so β = η / (‖k‖² + ε) is bitwise the fused kernel's.
+// same K (64, 128 or 256), so β = η / (‖k‖² + ε) is bitwise the fused kernel's.
 template <int KP>
 __device__ __forceinline__ float key_norm_squared(const float* k) {
   constexpr int run = KP / 8;
@@ -233,7 +233,7 @@ constexpr int prepare_smem_floats() {
 }
 
 template <class T, int KP, Step STEP>
-__global__ void __launch_bounds__(kThreads, 2) chunk_prepare(const Params<T> p) {
+__global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(const Params<T> p) {
   constexpr int kp = KP + 4, cp = kChunk + 4;
   extern __shared__ float4 smem_vec[];
   double* const log_decay = reinterpret_cast<double*>(smem_vec);     // G'_i: Σ g_r since the last −∞
@@ -380,11 +380,17 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_prepare(const Params<T> p) 
   }
 }
 
+// P has its own buffer up to KP = 128; at KP = 256 (W, Q, K alone take 195 KB) it is staged into W's
+// buffer once V_new is formed.
+template <int KP>
+constexpr bool kSeparateP = KP <= 128;
+
 // Shared-memory floats of state_pass: W, Q, K [64][KP+4], S [KP][kTileV+4], U/V_new [64][kTileV+4],
-// P [64][68], γ and Γ_{n−1,·} [64].
+// P [64][68] (KP ≤ 128), γ and Γ_{n−1,·} [64]; 220.5 KB at KP = 256.
 template <int KP>
 constexpr int state_pass_smem_floats() {
-  return 3 * kChunk * (KP + 4) + KP * (kTileV + 4) + kChunk * (kTileV + 4) + kChunk * (kChunk + 4) + 2 * kChunk;
+  return 3 * kChunk * (KP + 4) + KP * (kTileV + 4) + kChunk * (kTileV + 4) + (kSeparateP<KP> ? kChunk * (kChunk + 4) : 0) +
+         2 * kChunk;
 }
 
 template <class T, int KP>
@@ -396,8 +402,8 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   float* const k_s = q_s + kChunk * kp;                   // [64][kp]
   float* const s_s = k_s + kChunk * kp;                   // S_c [KP][sp], this block's columns
   float* const vn_s = s_s + KP * sp;                      // U, then V_new [64][sp]
-  float* const p_s = vn_s + kChunk * sp;                  // P [64][cp]
-  float* const gamma_s = p_s + kChunk * cp;               // γ
+  float* const p_s = kSeparateP<KP> ? vn_s + kChunk * sp : w_s;                 // P [64][cp]
+  float* const gamma_s = vn_s + kChunk * sp + (kSeparateP<KP> ? kChunk * cp : 0);  // γ
   float* const to_end_s = gamma_s + kChunk;               // Γ_{n−1,·}
 
   const std::int64_t block = blockIdx.x;
@@ -416,6 +422,11 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
                                    : 0.f;
   }
 
+  const auto stage_p = [&](float* record) {
+    const float4* const p_in = reinterpret_cast<const float4*>(Record<KP>::p(record, V));
+    for (int e = threadIdx.x; e < kChunk * kChunk / 4; e += kThreads)
+      *reinterpret_cast<float4*>(p_s + e / (kChunk / 4) * cp + e % (kChunk / 4) * 4) = p_in[e];
+  };
   constexpr int in = kInputTerms<T>;
   const auto s_at = [&](int r, int col) { return s_s[r * sp + col]; };
   const auto vn_at = [&](int i, int col) { return vn_s[i * sp + col]; };
@@ -428,9 +439,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
       const float4* const w_in = reinterpret_cast<const float4*>(Record<KP>::w(record));
       for (int e = threadIdx.x; e < kChunk * KP / 4; e += kThreads)
         *reinterpret_cast<float4*>(w_s + e / (KP / 4) * kp + e % (KP / 4) * 4) = w_in[e];
-      const float4* const p_in = reinterpret_cast<const float4*>(Record<KP>::p(record, V));
-      for (int e = threadIdx.x; e < kChunk * kChunk / 4; e += kThreads)
-        *reinterpret_cast<float4*>(p_s + e / (kChunk / 4) * cp + e % (kChunk / 4) * 4) = p_in[e];
+      if constexpr (kSeparateP<KP>) stage_p(record);
       const float* const u_in = Record<KP>::u(record);
       for (int e = threadIdx.x; e < kChunk * kTileV; e += kThreads) {
         const int i = e / kTileV, col = col0 + e % kTileV;
@@ -453,6 +462,10 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
       for_each_element(acc, m0, n0, [&](int i, int col, float y) { vn_s[i * sp + col] = vn_s[i * sp + col] - y; });
     });
     __syncthreads();
+    if constexpr (!kSeparateP<KP>) {  // W is read no more: P into its buffer
+      stage_p(record);
+      __syncthreads();
+    }
 
     // o = scale [γ ⊙ (Q S_c) + P V_new], rows < n and columns < V.
     for_each_strip<kChunk, kTileV, kRowStripTiles>([&](int m0, int n0) {
