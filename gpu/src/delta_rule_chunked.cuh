@@ -14,10 +14,12 @@
 // FLA's single solve computes the same V_new; both are polynomials in the decays, so the identity
 // also holds where a decay is 0.
 //
-// Two kernels: chunk_prepare (one block per (batch, head, chunk), all chunks at once) writes W, U, P
-// and the decays γ, Γ_{n−1,·} of every chunk into a workspace; state_pass (one block per (batch, head,
-// tile of kTileV value columns), chunks in order) keeps S_c in shared memory and writes o and the
-// final state. β of KLA (SPEC §3) is computed in chunk_prepare from k exactly as kla-fused-recurrent
+// Two kernels: chunk_prepare (one block per (head, chunk slot), all chunks at once) writes W, U, P
+// and the decays γ, Γ_{n−1,·} of every chunk into a workspace; state_pass (one block per (sequence,
+// head, tile of kTileV value columns), chunks in order) keeps S_c in shared memory and writes o and
+// the final state. A sequence is a batch entry, or with varlen (FLA's cu_seqlens, B = 1) a span of
+// the packed tokens whose chunks start at its own first token; chunk_map (varlen only) gives each
+// sequence its first slot. β of KLA (SPEC §3) is computed in chunk_prepare from k exactly as kla-fused-recurrent
 // does (same fp32 tree, same division), so both kernels see bitwise the same β.
 //
 // Arithmetic. fp32 state and accumulation everywhere. bf16/fp16 inputs: every chunk-local product
@@ -68,8 +70,14 @@ struct Params {
   Strided<T> o;
   Strided<const float> initial_state;  // optional (data == nullptr when absent)
   Strided<float> final_state;          // optional
-  float* workspace = nullptr;          // one Record per (batch, head, chunk)
-  std::int64_t tokens = 0, chunks = 0;  // T and ceil(T / kChunk)
+  float* workspace = nullptr;          // Records, [H][slots]
+  const void* cu_seqlens = nullptr;    // varlen: [N+1] int32 or int64; B = 1
+  bool cu_seqlens_int64 = false;
+  const std::int64_t* first_slot = nullptr;  // varlen: sequence n's records from slot first_slot[n] ([N+1], chunk_map)
+  std::int64_t tokens = 0;  // T: tokens per batch entry (varlen: all packed tokens)
+  std::int64_t chunks = 0;  // ceil(T / kChunk): chunks per batch entry (not varlen)
+  std::int64_t sequences = 0;  // B, or N (varlen)
+  std::int64_t slots = 0;  // records per head: B · chunks, or ceil(T / kChunk) + N (varlen; an upper bound)
   int H = 0, K = 0, V = 0;
   int v_tiles = 0;  // ceil(V / kTileV)
   float scale = 1, eps = 0;
@@ -88,9 +96,67 @@ struct Record {
 };
 
 template <class T>
-__device__ __forceinline__ float* record_of(const Params<T>& p, std::int64_t b, int h, std::int64_t c,
-                                            std::int64_t record_floats) {
-  return p.workspace + ((b * p.H + h) * p.chunks + c) * record_floats;
+__device__ __forceinline__ float* record_of(const Params<T>& p, int h, std::int64_t slot, std::int64_t record_floats) {
+  return p.workspace + (h * p.slots + slot) * record_floats;
+}
+
+__device__ __forceinline__ std::int64_t offset_at(const void* cu_seqlens, bool int64, std::int64_t i) {
+  return int64 ? static_cast<const std::int64_t*>(cu_seqlens)[i] : static_cast<const std::int32_t*>(cu_seqlens)[i];
+}
+
+// Tokens [bos, eos) of sequence n in batch entry b (varlen: FLA's cu_seqlens, b = 0); false when
+// cu_seqlens gives bounds outside 0 ≤ bos ≤ eos ≤ T.
+template <class T>
+__device__ __forceinline__ bool sequence_of(const Params<T>& p, std::int64_t n, std::int64_t& b, std::int64_t& bos,
+                                            std::int64_t& eos) {
+  b = n, bos = 0, eos = p.tokens;
+  if (p.cu_seqlens == nullptr) return true;
+  b = 0;
+  bos = offset_at(p.cu_seqlens, p.cu_seqlens_int64, n);
+  eos = offset_at(p.cu_seqlens, p.cu_seqlens_int64, n + 1);
+  return 0 <= bos && bos <= eos && eos <= p.tokens;
+}
+
+__host__ __device__ constexpr std::int64_t chunks_in(std::int64_t tokens) { return (tokens + kChunk - 1) / kChunk; }
+
+// Varlen: first_slot[n] = Σ_{m<n} chunks of sequence m (0 for a sequence with invalid bounds), and
+// first_slot[N] = the total; one block, each thread a contiguous run of sequences, a block scan of the
+// run totals. A corrupt cu_seqlens whose valid sequences overlap may need more than `slots` records;
+// state_pass flags the sequences past them (NaN final state).
+constexpr int kMapThreads = 1024;
+
+struct SequenceMap {
+  const void* cu_seqlens = nullptr;
+  bool int64 = false;
+  std::int64_t sequences = 0, tokens = 0;
+  std::int64_t* first_slot = nullptr;
+};
+
+__global__ void __launch_bounds__(kMapThreads) chunk_map(const SequenceMap m) {
+  __shared__ std::int64_t total[kMapThreads];
+  const auto chunks_of = [&](std::int64_t n) -> std::int64_t {
+    const std::int64_t bos = offset_at(m.cu_seqlens, m.int64, n), eos = offset_at(m.cu_seqlens, m.int64, n + 1);
+    return 0 <= bos && bos <= eos && eos <= m.tokens ? chunks_in(eos - bos) : 0;
+  };
+  const int i = threadIdx.x;
+  const std::int64_t per = (m.sequences + kMapThreads - 1) / kMapThreads;
+  const std::int64_t first = i * per, last = first + per < m.sequences ? first + per : m.sequences;
+  std::int64_t sum = 0;
+  for (std::int64_t n = first; n < last; ++n) sum += chunks_of(n);
+  total[i] = sum;
+  __syncthreads();
+  for (int d = 1; d < kMapThreads; d *= 2) {  // inclusive scan of the run totals
+    const std::int64_t x = i >= d ? total[i - d] : 0;
+    __syncthreads();
+    total[i] += x;
+    __syncthreads();
+  }
+  std::int64_t slot = i == 0 ? 0 : total[i - 1];
+  for (std::int64_t n = first; n < last; ++n) {
+    m.first_slot[n] = slot;
+    slot += chunks_of(n);
+  }
+  if (i == kMapThreads - 1) m.first_slot[m.sequences] = total[i];
 }
 
 // ---- Warp-level products in the m16n8k16 fragment layout ------------------------------------------
@@ -246,16 +312,28 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   float* const gamma_s = beta_s + kChunk;                            // γ (0 past n)
   float* const gate_s = gamma_s + kChunk;                            // g (0 past n)
 
-  const std::int64_t block = blockIdx.x;
-  const std::int64_t c = block % p.chunks;
-  const int h = static_cast<int>(block / p.chunks % p.H);
-  const std::int64_t b = block / p.chunks / p.H;
-  const std::int64_t t0 = c * kChunk;
-  const int n = static_cast<int>(p.tokens - t0 < kChunk ? p.tokens - t0 : kChunk);
+  // Block → (head, slot) → (sequence, chunk c of it).
+  const std::int64_t slot = blockIdx.x % p.slots;
+  const int h = static_cast<int>(blockIdx.x / p.slots);
+  std::int64_t sequence = slot / (p.chunks > 0 ? p.chunks : 1), c = slot - sequence * p.chunks;
+  if (p.cu_seqlens != nullptr) {
+    if (slot >= p.first_slot[p.sequences]) return;  // a slot no sequence needs
+    std::int64_t lo = 0, hi = p.sequences;  // the last n with first_slot[n] ≤ slot: first_slot[lo] ≤ slot < first_slot[hi]
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (p.first_slot[mid] <= slot ? lo : hi) = mid;
+    }
+    sequence = lo;
+    c = slot - p.first_slot[lo];
+  }
+  std::int64_t b, bos, eos;
+  sequence_of(p, sequence, b, bos, eos);  // valid: a sequence with invalid bounds has no slot
+  const std::int64_t t0 = bos + c * kChunk;
+  const int n = static_cast<int>(eos - t0 < kChunk ? eos - t0 : kChunk);
   const int K = p.K, V = p.V;
   const TokenRows<const T> q = rows_of(p.q, b, h), k = rows_of(p.k, b, h), v = rows_of(p.v, b, h);
   const TokenRows<const T> gate = rows_of(p.gate, b, h), step = rows_of(p.step, b, h);
-  float* const record = record_of(p, b, h, c, Record<KP>::floats(V));
+  float* const record = record_of(p, h, slot, Record<KP>::floats(V));
 
   stage_rows<T, KP>(k_s, kp, k, t0, n, 0, K);
   stage_rows<T, KP>(q_s, kp, q, t0, n, 0, K);
@@ -409,8 +487,22 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   const std::int64_t block = blockIdx.x;
   const int tile = static_cast<int>(block % p.v_tiles);
   const int h = static_cast<int>(block / p.v_tiles % p.H);
-  const std::int64_t b = block / p.v_tiles / p.H;
+  const std::int64_t sequence = block / p.v_tiles / p.H;  // states [sequence, h]
   const int K = p.K, V = p.V, col0 = tile * kTileV;
+  std::int64_t b, bos, eos;
+  const bool valid = sequence_of(p, sequence, b, bos, eos);
+  const std::int64_t chunks = valid ? chunks_in(eos - bos) : 0;
+  const std::int64_t first_slot = p.cu_seqlens == nullptr ? sequence * p.chunks : p.first_slot[sequence];
+  // A corrupt cu_seqlens (bounds outside [0, T], or overlapping sequences past the slots): NaN in the
+  // final state, nothing else written for this sequence.
+  if (!valid || first_slot + chunks > p.slots) {
+    if (p.final_state.data != nullptr)
+      for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
+        const int r = e / kTileV, col = col0 + e % kTileV;
+        if (r < K && col < V) *p.final_state.at(sequence, h, r, col) = __int_as_float(0x7fc00000);
+      }
+    return;
+  }
   const TokenRows<const T> q = rows_of(p.q, b, h), k = rows_of(p.k, b, h);
   const TokenRows<T> o = rows_of(p.o, b, h);
   const std::int64_t record_floats = Record<KP>::floats(V);
@@ -418,7 +510,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
     const int r = e / kTileV, col = col0 + e % kTileV;
     s_s[r * sp + e % kTileV] = p.initial_state.data != nullptr && r < K && col < V
-                                   ? *p.initial_state.at(b, h, r, col)
+                                   ? *p.initial_state.at(sequence, h, r, col)
                                    : 0.f;
   }
 
@@ -430,10 +522,10 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   constexpr int in = kInputTerms<T>;
   const auto s_at = [&](int r, int col) { return s_s[r * sp + col]; };
   const auto vn_at = [&](int i, int col) { return vn_s[i * sp + col]; };
-  for (std::int64_t c = 0; c < p.chunks; ++c) {
-    const std::int64_t t0 = c * kChunk;
-    const int n = static_cast<int>(p.tokens - t0 < kChunk ? p.tokens - t0 : kChunk);
-    float* const record = record_of(p, b, h, c, record_floats);
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t t0 = bos + c * kChunk;
+    const int n = static_cast<int>(eos - t0 < kChunk ? eos - t0 : kChunk);
+    float* const record = record_of(p, h, first_slot + c, record_floats);
     __syncthreads();  // the previous chunk's readers of the staging buffers are done
     {
       const float4* const w_in = reinterpret_cast<const float4*>(Record<KP>::w(record));
@@ -500,7 +592,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   if (p.final_state.data != nullptr)
     for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
       const int r = e / kTileV, col = col0 + e % kTileV;
-      if (r < K && col < V) *p.final_state.at(b, h, r, col) = s_s[r * sp + e % kTileV];
+      if (r < K && col < V) *p.final_state.at(sequence, h, r, col) = s_s[r * sp + e % kTileV];
     }
 }
 
