@@ -76,8 +76,6 @@ larc_bad_input(fuzz_max_shape_past_32_bits "gdn tensor 'q' BTHK would hold more 
 larc_bad_input(fuzz_resume_without_json "--resume: give --json FILE" fuzz --cases 1 --resume)
 larc_bad_input(fuzz_resume_not_json "--resume: .*not_a_report\\.json: not JSON"
   fuzz --cases 1 --resume --json ${LARC_BAD_INPUTS}/not_a_report.json)
-larc_bad_input(fuzz_resume_target_error "--resume: a --target error search cannot be resumed"
-  fuzz --cases 1 --target error --resume --json ${LARC_BAD_INPUTS}/search.json)
 # larc fixtures gen
 larc_bad_input(gen_shape_zero_length "shape: T must be at least 1, got 0"
   fixtures gen --mechanism gdn --shape 1,0,1,2,2 --out ${LARC_BAD_INPUTS}/x.safetensors)

@@ -4,7 +4,8 @@
 # finished cases and is marked unfinished (so `larc merge` refuses it); `--resume` runs only the
 # remaining cases and its report equals an uninterrupted run of the campaign (timings aside). The same
 # with SIGINT (exit 130), resumed, interrupted again and resumed to the end; resuming a finished report
-# changes nothing; resuming another campaign's report exits 2.
+# changes nothing; resuming another campaign's report exits 2. A --target error search, interrupted and
+# resumed, ends as an uninterrupted one.
 # usage: cli_fuzz_resume_test.sh LARC OUT CMAKE CHECK   (CHECK: tests/fuzz_report_check.cmake)
 set -euo pipefail
 larc=$1 out=$2 cmake=$3 check=$4
@@ -77,4 +78,30 @@ fi
 rc=$(run "${campaign[@]}" --json "$out/int.json" --resume)
 [ "$rc" -eq "$whole_rc" ] || fail "resumed after SIGINT: exit $rc: $(cat "$out/last.log")"
 "$cmake" -DMODE=equal -DA="$out/int.json" -DB="$out/whole.json" -P "$check"
+# A --target error search interrupted by SIGINT and resumed retraces its evaluations (not judging them
+# again) and ends where an uninterrupted search ends: the same search.scores and the same worst case.
+search=(fuzz --target error --cases 60 --seed 11 --max-shape 2,2048,2,64,64 --corpus "$out/corpus")
+search_rc=$(run "${search[@]}" --json "$out/search_whole.json")
+[ "$search_rc" -le 1 ] || fail "the uninterrupted search exited $search_rc: $(cat "$out/last.log")"
+"$larc" "${search[@]}" --json "$out/search.json" --progress > "$out/run.log" 2> "$out/run.err" &
+pid=$!
+for _ in $(seq 1200); do
+  grep -q " cases, " "$out/run.err" && break
+  sleep 0.05
+done
+kill -s INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+if [ "$rc" -eq 130 ]; then
+  grep -q '"unfinished": "interrupted by SIGINT"' "$out/search.json" || fail "the interrupted search's report is not marked: $(head -c 400 "$out/search.json")"
+  rc=$(run "${search[@]}" --json "$out/search.json" --resume)
+  [ "$rc" -eq "$search_rc" ] || fail "the resumed search exited $rc, expected $search_rc: $(cat "$out/last.log")"
+  grep -q "evaluations retraced from $out/search.json" "$out/last.log" || fail "the resumed search retraced nothing: $(cat "$out/last.log")"
+elif [ "$rc" -ne "$search_rc" ]; then  # it may have finished before the signal came
+  fail "the search sent SIGINT: exit $rc: $(cat "$out/run.log" "$out/run.err")"
+fi
+"$cmake" -DMODE=equal_search -DA="$out/search.json" -DB="$out/search_whole.json" -P "$check"
+# A search resumed from a sampling campaign's report is another campaign: refused, naming the file.
+rc=$(run "${search[@]}" --json "$out/whole.json" --resume)
+[ "$rc" -eq 2 ] && grep -q "whole.json: a different campaign" "$out/last.log" || fail "a search resumed from a campaign's report: exit $rc: $(cat "$out/last.log")"
 echo "PASS"

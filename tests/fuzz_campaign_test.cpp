@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <set>
 
+#include "larc/harness/fuzz_report.h"
 #include "planted_subjects.h"
 
 namespace larc::harness {
@@ -178,6 +181,51 @@ TEST(FuzzErrorSearch, HillClimbingBeatsTheSameNumberOfBlindSamples) {
     // The worst case is a real one: judging its spec again gives the same ratio.
     EXPECT_EQ(error_score(run_case(climb.worst.spec)), climb.worst_score);
   }
+}
+
+// --resume of a --target error search: an interrupted search's scores, replayed, retrace its steps
+// without judging them again, and the search continues to the same end as an uninterrupted one.
+TEST(FuzzErrorSearch, AResumedSearchEqualsAnUninterruptedOneAndJudgesOnlyTheRest) {
+  register_collinear_defect();
+  for (std::uint64_t seed : {3, 4}) {
+    const Campaign c(config(seed, {kCollinear}, 24, 8, 1));
+    SearchLimits whole;
+    whole.evaluations = 40;
+    const ErrorSearch uninterrupted = hill_climb_error(c, {0, 1}, whole);
+    SearchLimits first = whole;
+    first.evaluations = 15;
+    const ErrorSearch interrupted = hill_climb_error(c, {0, 1}, first);
+    ASSERT_EQ(interrupted.scores.size(), 15u);
+
+    SearchLimits resume = whole;
+    resume.recorded = recorded_scores(error_search_report(nlohmann::json::object(), {0, 1}, interrupted, 1.0, "tree"));
+    int judged = 0, checkpoints = 0;
+    resume.after_each = [&](const ErrorSearch&) { ++checkpoints; };
+    const CaseJudge counting = [&](const CaseSpec& spec) {
+      ++judged;
+      return run_case(spec);
+    };
+    const ErrorSearch resumed = hill_climb_error(c, {0, 1}, resume, counting);
+    EXPECT_EQ(resumed.scores, uninterrupted.scores) << "seed " << seed;
+    EXPECT_EQ(resumed.best_so_far, uninterrupted.best_so_far);
+    EXPECT_EQ(resumed.restarts, uninterrupted.restarts);
+    EXPECT_EQ(resumed.worst_score, uninterrupted.worst_score);
+    EXPECT_EQ(resumed.worst.spec.reproduce(), uninterrupted.worst.spec.reproduce());
+    EXPECT_EQ(error_score(resumed.worst), resumed.worst_score) << "the worst case's result is a real judgement";
+    EXPECT_GE(resumed.replayed, 15);
+    // Only the evaluations past the recorded ones are judged (+ the worst case once, when it was retraced).
+    EXPECT_GE(judged, 40 - resumed.replayed);
+    EXPECT_LE(judged, 40 - resumed.replayed + 1);
+    EXPECT_EQ(checkpoints, 40 - resumed.replayed);
+  }
+}
+
+TEST(FuzzErrorSearch, RecordedScoresRoundTripThroughTheReportInfinitiesIncluded) {
+  ErrorSearch s;  // no worst case to report (evaluations = 0): the scores alone
+  s.scores = {{"larc gate --a", 0.5}, {"larc gate --b", std::numeric_limits<double>::infinity()},
+              {"larc gate --c", -std::numeric_limits<double>::infinity()}};
+  const auto back = recorded_scores(error_search_report(nlohmann::json::object(), {0, 1}, s, 1.0, "tree"));
+  EXPECT_EQ(back, (std::map<std::string, double>{s.scores.begin(), s.scores.end()}));
 }
 
 TEST(FuzzErrorSearch, ScoreIsTheWorstRatioAndInfiniteForBrokenOutputs) {

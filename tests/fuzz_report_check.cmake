@@ -2,6 +2,8 @@
 # it as a script:
 #   cmake -DMODE=equal -DA=<report> -DB=<report> -P fuzz_report_check.cmake
 #       the "results" of A and B are equal once their timings are removed;
+#   cmake -DMODE=equal_search -DA=<report> -DB=<report> -P fuzz_report_check.cmake
+#       two --target error reports hold the same evaluations (search.scores) and results;
 #   cmake -DMODE=unfinished -DA=<report> -DREASON=<regex> -DCASES=<n> -P fuzz_report_check.cmake
 #       A parses, its "unfinished" matches REASON, it holds between 1 and n − 1 results with distinct
 #       increasing indices below n, and its summary counts them.
@@ -59,9 +61,20 @@ endfunction()
 if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
   if(MODE STREQUAL "equal")
     equal_results(${A} ${B})
+  elseif(MODE STREQUAL "equal_search")
+    equal_results(${A} ${B})
+    file(READ ${A} a)
+    file(READ ${B} b)
+    string(JSON scores_a GET "${a}" search scores)
+    string(JSON scores_b GET "${b}" search scores)
+    string(JSON same EQUAL "${scores_a}" "${scores_b}")
+    string(JSON n LENGTH "${a}" search scores)
+    if(NOT same OR n EQUAL 0)
+      message(FATAL_ERROR "the searches of ${A} and ${B} differ (${n} evaluations in ${A})")
+    endif()
   elseif(MODE STREQUAL "unfinished")
     unfinished_report(${A} "${REASON}" ${CASES})
   else()
-    message(FATAL_ERROR "MODE must be equal or unfinished, got '${MODE}'")
+    message(FATAL_ERROR "MODE must be equal, equal_search or unfinished, got '${MODE}'")
   endif()
 endif()

@@ -303,18 +303,39 @@ class Evaluator {
            (limits_.stop && limits_.stop());
   }
   double operator()(const CaseSpec& spec) {
-    FuzzCase c;
-    c.index = static_cast<std::uint64_t>(out.evaluations);
-    c.result = judge_with(run_, spec);
-    ++out.evaluations;
-    const double score = error_score(c.result);
-    if (out.evaluations == 1 || score > out.worst_score) {
-      out.worst = c.result;
-      out.worst_score = score;
+    std::string key = spec.reproduce();
+    const auto recorded = limits_.recorded.find(key);
+    double score = 0;
+    if (recorded != limits_.recorded.end()) {  // a step of the interrupted run, retraced
+      score = recorded->second;
+      ++out.replayed;
+      if (out.evaluations++ == 0 || score > out.worst_score) {
+        out.worst_score = score;
+        unjudged_worst_ = spec;
+      }
+    } else {
+      judge_unjudged_worst();
+      FuzzCase c;
+      c.index = static_cast<std::uint64_t>(out.evaluations);
+      c.result = judge_with(run_, spec);
+      score = error_score(c.result);
+      if (out.evaluations++ == 0 || score > out.worst_score) {
+        out.worst = c.result;
+        out.worst_score = score;
+      }
+      if (observe_) observe_(static_cast<std::size_t>(out.evaluations), c);
     }
     out.best_so_far.push_back(out.worst_score);
-    if (observe_) observe_(static_cast<std::size_t>(out.evaluations), c);
+    out.scores.emplace_back(std::move(key), score);
+    if (recorded == limits_.recorded.end() && limits_.after_each) limits_.after_each(out);
     return score;
+  }
+  // The worst case's result when the worst was a retraced step: judged once (the same result as in the
+  // interrupted run; not counted as an evaluation).
+  void judge_unjudged_worst() {
+    if (!unjudged_worst_) return;
+    out.worst = judge_with(run_, *unjudged_worst_);
+    unjudged_worst_.reset();
   }
   ErrorSearch out;
 
@@ -322,6 +343,7 @@ class Evaluator {
   SearchLimits limits_;
   CaseJudge run_;
   CaseObserver observe_;
+  std::optional<CaseSpec> unjudged_worst_;
 };
 
 void require_valid(Shard shard) {
@@ -367,6 +389,7 @@ ErrorSearch hill_climb_error(const Campaign& campaign, Shard shard, const Search
       if (!improved) step /= 2;
     }
   }
+  evaluate.judge_unjudged_worst();
   return evaluate.out;
 }
 
@@ -374,6 +397,7 @@ ErrorSearch blind_sample_error(const Campaign& campaign, Shard shard, const Sear
   require_valid(shard);
   Evaluator evaluate(limits, run, {});
   for (std::uint64_t k = 0; !evaluate.exhausted(); ++k) evaluate(campaign.case_at(shard.index + k * shard.count));
+  evaluate.judge_unjudged_worst();
   return evaluate.out;
 }
 

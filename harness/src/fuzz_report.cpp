@@ -161,13 +161,29 @@ nlohmann::json error_search_report(const nlohmann::json& campaign, const Shard& 
   nlohmann::json j = gate_json(s.evaluations > 0 ? std::vector<CaseResult>{s.worst} : std::vector<CaseResult>{},
                                tree_hash, shard);
   j["campaign"] = campaign;
+  nlohmann::json scores = nlohmann::json::array();  // what --resume replays (recorded_scores)
+  for (const auto& [command, score] : s.scores)
+    scores.push_back({command, std::isfinite(score) ? nlohmann::json(score) : nlohmann::json(score > 0 ? "inf" : "-inf")});
   j["search"] = {{"method", "hill-climbing over the knobs and T with random restarts"},
                  {"evaluations", s.evaluations},
                  {"restarts", s.restarts},
+                 {"replayed", s.replayed},
                  {"worst_score", finite_or_null(s.worst_score)},
-                 {"worst_score_text", std::isfinite(s.worst_score) ? "" : (s.worst_score > 0 ? "inf" : "-inf")}};
+                 {"worst_score_text", std::isfinite(s.worst_score) ? "" : (s.worst_score > 0 ? "inf" : "-inf")},
+                 {"scores", scores}};
   j["summary"] = summary_of(j["results"], seconds);
   return j;
+}
+
+std::map<std::string, double> recorded_scores(const nlohmann::json& report) {
+  std::map<std::string, double> out;
+  for (const nlohmann::json& entry : report.at("search").at("scores")) {
+    const nlohmann::json& score = entry.at(1);
+    out[entry.at(0).get<std::string>()] =
+        score.is_string() ? (score.get<std::string>() == "inf" ? 1.0 : -1.0) * std::numeric_limits<double>::infinity()
+                          : score.get<double>();
+  }
+  return out;
 }
 
 nlohmann::json continue_report(const nlohmann::json& previous, const nlohmann::json& now, const std::string& name) {

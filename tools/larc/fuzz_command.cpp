@@ -91,10 +91,6 @@ int run_fuzz(const FuzzCli& c) {
     std::cerr << "larc fuzz: --resume: give --json FILE, the report of the run to continue\n";
     return 2;
   }
-  if (c.resume && c.target == "error") {
-    std::cerr << "larc fuzz: --resume: a --target error search cannot be resumed (rerun it)\n";
-    return 2;
-  }
   h::CampaignConfig cfg;
   cfg.seed = c.seed;
   cfg.subjects = c.subjects;
@@ -117,16 +113,25 @@ int run_fuzz(const FuzzCli& c) {
     return previous ? h::continue_report(*previous, now, c.json_path) : now;
   };
   h::RunLimits limits;
+  h::SearchLimits search_limits;
   double seconds_before = 0;
   if (previous) {
     try {
-      report_of({});
-      limits.skip = h::finished_cases(*previous);
+      if (bound.target_error) {
+        h::continue_report(*previous, h::error_search_report(identity, shard.shard, {}, 0, tree), c.json_path);
+        search_limits.recorded = h::recorded_scores(*previous);
+      } else {
+        report_of({});
+        limits.skip = h::finished_cases(*previous);
+      }
       seconds_before = (*previous)["summary"].value("seconds", 0.0);
     } catch (const nlohmann::json::exception& e) {
       throw std::invalid_argument("--resume: " + c.json_path + ": not a larc fuzz report (" + e.what() + ")");
     }
-    std::cout << "resuming " << c.json_path << ": " << limits.skip.size() << " cases finished\n";
+    if (bound.target_error)
+      std::cout << "resuming " << c.json_path << ": " << search_limits.recorded.size() << " evaluations recorded\n";
+    else
+      std::cout << "resuming " << c.json_path << ": " << limits.skip.size() << " cases finished\n";
   }
   std::optional<Clock::time_point> deadline;
   if (c.minutes)
@@ -148,15 +153,27 @@ int run_fuzz(const FuzzCli& c) {
       failed += fc.result.pass ? 0 : 1;
       progress.update(done, failed);
     };
-    h::SearchLimits search_limits;
     search_limits.evaluations = c.cases ? static_cast<int>(std::min<std::uint64_t>(total, std::numeric_limits<int>::max()))
                                         : std::numeric_limits<int>::max();
     search_limits.deadline = deadline;
     search_limits.stop = stop;
     const auto start = Clock::now();
+    // Every kCheckpointSeconds a search with --json rewrites its report, marked unfinished, with every
+    // evaluation's score: --resume retraces the search from them (a SIGKILL loses at most that much).
+    auto last_checkpoint = start;
+    if (!c.json_path.empty())
+      search_limits.after_each = [&](const h::ErrorSearch& so_far) {
+        if (std::chrono::duration<double>(Clock::now() - last_checkpoint).count() < kCheckpointSeconds) return;
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        nlohmann::json checkpoint = h::error_search_report(identity, shard.shard, so_far, seconds_before + elapsed, tree);
+        checkpoint["unfinished"] = "checkpoint (the search was still going)";
+        write_text_file(c.json_path, checkpoint.dump(2) + "\n");
+        last_checkpoint = Clock::now();
+      };
     const h::ErrorSearch s = h::hill_climb_error(campaign, shard.shard, search_limits, {}, observe);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    nlohmann::json report = h::error_search_report(identity, shard.shard, s, seconds, tree);
+    if (s.replayed > 0) std::cout << s.replayed << " evaluations retraced from " << c.json_path << "\n";
+    nlohmann::json report = h::error_search_report(identity, shard.shard, s, seconds_before + seconds, tree);
     if (const int sig = StopOnSignal::received()) report["unfinished"] = stopped_by + StopOnSignal::name(sig);
     if (s.evaluations == 0) {
       std::cout << "no case evaluated (the shard holds none within the bound)\n";
@@ -164,7 +181,7 @@ int run_fuzz(const FuzzCli& c) {
       return StopOnSignal::received() ? 128 + StopOnSignal::received() : 0;
     }
     print_worst(s);
-    std::cout << s.evaluations << " evaluations in " << sci(seconds) << " s (" << sci(s.evaluations / seconds)
+    std::cout << s.evaluations << " evaluations in " << sci(seconds) << " s (" << sci((s.evaluations - s.replayed) / seconds)
               << " cases/s)\n";
     if (!s.worst.pass) {
       h::FuzzCase fc;

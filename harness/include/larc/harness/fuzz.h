@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -122,13 +123,23 @@ struct ErrorSearch {
   double worst_score = -1;
   int evaluations = 0;
   int restarts = 0;            // climbs started
+  int replayed = 0;            // evaluations taken from SearchLimits::recorded instead of judged
   std::vector<double> best_so_far;  // error_score of the worst case after each evaluation
+  // Every evaluation in order: the case's reproduce command and its error_score (what a resumed
+  // search replays: SearchLimits::recorded).
+  std::vector<std::pair<std::string, double>> scores;
 };
 
 struct SearchLimits {
   int evaluations = 64;  // cases judged in all
   std::optional<std::chrono::steady_clock::time_point> deadline;
   StopRequest stop;      // ends the search; the worst case so far is its result
+  // Scores an interrupted run of the same search already computed, by reproduce command (its
+  // ErrorSearch::scores). The search is deterministic, so it retraces that run's steps taking these
+  // scores instead of judging the cases again, and continues where the run stopped.
+  std::map<std::string, double> recorded;
+  // Called after each evaluation past the replayed ones (a checkpoint writer throttles itself).
+  std::function<void(const ErrorSearch&)> after_each;
 };
 
 // Hill-climbing over the generator's knobs and the length T: each climb starts at a campaign case

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ nlohmann::json error_search_report(const nlohmann::json& campaign, const Shard& 
 nlohmann::json continue_report(const nlohmann::json& previous, const nlohmann::json& now, const std::string& name);
 // The campaign indices a report holds results for (the cases a resumed run skips).
 std::set<std::uint64_t> finished_cases(const nlohmann::json& report);
+// A --target error report's evaluations (search.scores) by reproduce command: the
+// SearchLimits::recorded that resumes its search.
+std::map<std::string, double> recorded_scores(const nlohmann::json& report);
 
 // Joins the reports of every shard of one campaign (`names` name them in messages). Throws
 // std::invalid_argument naming the problem: not a fuzz report, an unfinished one, a different
