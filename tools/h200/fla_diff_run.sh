@@ -3,7 +3,7 @@
 # carry [".wheels", ".h200bin"]: flash-linear-attention's chunk kernels on larc's golden fixtures,
 # judged by `larc diff`, with Triton's default fp32 dot precision and with IEEE fp32 dots; plus the
 # safetensors interop check against the PyTorch host and the GPU device test. Builds nothing there:
-# .h200bin holds larc and gpu_device_test built here statically (tools/h200/README.md).
+# .h200bin holds larc and gpu_device_test built here statically (docs/gpu.md, "Running on the H200").
 set -u
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
