@@ -9,6 +9,7 @@
 #   tools/h200/kernels_run.sh bench   # the benchmarks beside FLA and SDPA (< 10 min)
 #   tools/h200/kernels_run.sh full    # gate then bench (past one device call's 10 minutes: use the two)
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
+# KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
 mode=${1:-check}
 out=${OUT:-/tmp/out}
@@ -18,7 +19,12 @@ export LARC_TREE_HASH=$(cat .h200bin/tree_hash)
 B=/tmp/bin
 jobs=$(( $(nproc) - 1 ))
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
-gpu_subjects() { $B/larc gate --list | sed -n 's/^  \([a-z0-9-]*-fused-recurrent[a-z-]*\) (.*/\1/p' | sort -u; }
+# Every GPU kernel (registered as *-fused-recurrent* or *-chunked*), or those matching the extended
+# regular expression KERNELS (e.g. KERNELS=chunked tools/h200/kernels_run.sh gate: a first look at new kernels).
+gpu_subjects() {
+  $B/larc gate --list | sed -n 's/^  \([a-z0-9-]*-\(fused-recurrent\|chunked\)[a-z-]*\) (.*/\1/p' | sort -u |
+    grep -E "${KERNELS:-.}"
+}
 subject_args=(); for s in $(gpu_subjects); do subject_args+=(--subject "$s"); done
 
 run_tests() {
@@ -79,7 +85,7 @@ gate|full)
   ;;&
 bench|full)
   # Speed, alone on the device.
-  LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench --benchmark_repetitions=3 --benchmark_min_time=0.1 \
+  LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench ${KERNELS:+--benchmark_filter=$KERNELS} --benchmark_repetitions=3 --benchmark_min_time=0.1 \
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
     > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
