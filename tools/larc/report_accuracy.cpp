@@ -188,7 +188,8 @@ Section error_vs_length_section(const ReportContext& ctx, const Grid& g, const G
         "they have no rows here.\n\n";
   if (h200.present)
     md << "**GPU rows.** Every non-reference result of `" << h200.path << "` (tree hash `" << h200.tree_hash
-       << "`) is drawn as a black cross at its T (the H200 gate's own shapes and seeds).\n\n";
+       << "`) is drawn as a cross in its dtype's colour at its T (the H200 gate's own shapes and seeds; plain and "
+          "varlen kernels of a mechanism share its panel).\n\n";
   else
     md << "**GPU rows: none.** `" << h200.path << "` does not exist yet (the H200 gate of the GPU kernels has not been "
           "committed), so this report has no GPU numbers; the figure and table fill in when it is committed and the "

@@ -79,7 +79,10 @@ def error_vs_T(data, out):
         for (source, kernel, form, dtype), pts in curves.items():
             xs, ys = zip(*pts)
             if source == "h200":
-                ax.plot(xs, ys, "x", color="black", markersize=7, label=f"H200 {kernel} {dtype}")
+                # One legend entry per dtype: the panel names the mechanism, and its kernels (plain and
+                # varlen) share the entry.
+                ax.plot(xs, ys, "x", color=DTYPE_COLOURS.get(dtype, "black"), markersize=7, markeredgewidth=1.6,
+                        label=f"H200 kernels {dtype}")
             else:
                 marker, line = FORM_STYLES.get(form, ("d", "-."))
                 ax.plot(xs, ys, marker=marker, linestyle=line, color=DTYPE_COLOURS.get(dtype, "gray"), markersize=4,
