@@ -37,7 +37,26 @@ struct FuzzCli {
   bool progress = false, resume = false;
 };
 
-constexpr double kCheckpointSeconds = 60;
+// Every kCheckpointSeconds a run with --json rewrites its report, marked unfinished, so that a run
+// killed without warning (SIGKILL, a lost node) loses at most that much work to --resume.
+class Checkpoints {
+ public:
+  static constexpr double kCheckpointSeconds = 60;
+  explicit Checkpoints(std::string path) : path_(std::move(path)) {}
+  // Whether a checkpoint is due (never without --json).
+  bool due() const {
+    return !path_.empty() && std::chrono::duration<double>(Clock::now() - last_).count() >= kCheckpointSeconds;
+  }
+  void write(nlohmann::json report) {
+    report["unfinished"] = "checkpoint (the run was still going)";
+    write_text_file(path_, report.dump(2) + "\n");
+    last_ = Clock::now();
+  }
+
+ private:
+  std::string path_;
+  Clock::time_point last_ = Clock::now();
+};
 
 std::string sci(double x) {
   char buf[32];
@@ -158,18 +177,13 @@ int run_fuzz(const FuzzCli& c) {
     search_limits.deadline = deadline;
     search_limits.stop = stop;
     const auto start = Clock::now();
-    // Every kCheckpointSeconds a search with --json rewrites its report, marked unfinished, with every
-    // evaluation's score: --resume retraces the search from them (a SIGKILL loses at most that much).
-    auto last_checkpoint = start;
-    if (!c.json_path.empty())
-      search_limits.after_each = [&](const h::ErrorSearch& so_far) {
-        if (std::chrono::duration<double>(Clock::now() - last_checkpoint).count() < kCheckpointSeconds) return;
-        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-        nlohmann::json checkpoint = h::error_search_report(identity, shard.shard, so_far, seconds_before + elapsed, tree);
-        checkpoint["unfinished"] = "checkpoint (the search was still going)";
-        write_text_file(c.json_path, checkpoint.dump(2) + "\n");
-        last_checkpoint = Clock::now();
-      };
+    // A search's checkpoint holds every evaluation's score: --resume retraces the search from them.
+    Checkpoints checkpoints(c.json_path);
+    search_limits.after_each = [&](const h::ErrorSearch& so_far) {
+      if (!checkpoints.due()) return;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      checkpoints.write(h::error_search_report(identity, shard.shard, so_far, seconds_before + elapsed, tree));
+    };
     const h::ErrorSearch s = h::hill_climb_error(campaign, shard.shard, search_limits, {}, observe);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     if (s.replayed > 0) std::cout << s.replayed << " evaluations retraced from " << c.json_path << "\n";
@@ -199,22 +213,17 @@ int run_fuzz(const FuzzCli& c) {
     return s.worst.pass ? 0 : 1;
   }
 
-  // Every kCheckpointSeconds a run with --json rewrites its report, marked unfinished, so that a run
-  // killed without warning (SIGKILL, a lost node) loses at most that much work to --resume.
   h::CampaignRun so_far;
-  auto last_checkpoint = Clock::now();
+  Checkpoints checkpoints(c.json_path);
   const auto run_start = Clock::now();
   const h::CaseObserver observe = [&](std::size_t done, const h::FuzzCase& fc) {
     failed += fc.result.pass ? 0 : 1;
     progress.update(limits.skip.size() + done, failed);
     if (c.json_path.empty()) return;
     so_far.cases.push_back(fc);
-    if (std::chrono::duration<double>(Clock::now() - last_checkpoint).count() < kCheckpointSeconds) return;
+    if (!checkpoints.due()) return;
     so_far.seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
-    nlohmann::json checkpoint = report_of(so_far);
-    checkpoint["unfinished"] = "checkpoint (the run was still going)";
-    write_text_file(c.json_path, checkpoint.dump(2) + "\n");
-    last_checkpoint = Clock::now();
+    checkpoints.write(report_of(so_far));
   };
   limits.cases = c.cases;
   limits.deadline = deadline;
