@@ -1,7 +1,7 @@
 // Speed of every registered GPU kernel (issue 7, item 5), timed with CUDA events around each launch
 // (Google Benchmark manual time; report the median of the repetitions):
-//   prefill: B = 1, H = 16, D = 128, T ∈ {2k, 8k, 32k} (VLA: 2^10 .. 2^17), bf16, outputs only (no
-//            final state);
+//   prefill: B = 1, H = 16, D = 128, T ∈ {2k, 8k, 32k} (VLA: 2^10 .. 2^17; chunked kernels: 2k, 8k,
+//            32k, 64k, 128k), bf16, outputs only (no final state);
 //   decode:  T = 1, batch × heads ∈ {16, 132, 1024} (B = batch × heads, H = 1), fp32 state in and out,
 //            for kernels that take an initial state; the time per launch of 32 back-to-back launches.
 // Inputs are made on the device (fill_uniform) in several copies that the iterations rotate through,
@@ -126,9 +126,11 @@ bool takes(const larc::gpu::Kernel& k, const Shape& s) {
 void register_all() {
   for (const larc::gpu::Kernel& k : larc::gpu::kernels()) {
     // VLA-C10 (SPEC §1) places VLA's crossover with softmax attention near 43,000 tokens: VLA kernels
-    // are timed over 2^10 .. 2^17 tokens, the others at 2k, 8k, 32k.
+    // are timed over 2^10 .. 2^17 tokens; the chunked kernels (issue 8) at FLA's chunk GDN anchor lengths
+    // (../shared/anchors/README.md) 2k .. 128k; the others at 2k, 8k, 32k.
     std::vector<std::int64_t> lengths{2048, 8192, 32768};
     if (k.mechanism == "vla") lengths = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+    if (k.name.ends_with("-chunked")) lengths = {2048, 8192, 32768, 65536, 131072};
     for (std::int64_t T : lengths) {
       const Shape s{1, T, 16, 128, 128};
       if (!takes(k, s)) continue;

@@ -11,6 +11,7 @@ const std::vector<Kernel>& kernels() {
     detail::append_hla_kernels(out);
     detail::append_vla_kernels(out);
     detail::append_ccq_kernels(out);
+    detail::append_delta_rule_chunked_kernels(out);
     return out;
   }();
   return all;
