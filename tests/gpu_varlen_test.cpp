@@ -36,7 +36,9 @@ struct VarlenKernel {
   const char* step;       // the step gate's name: beta (GDN) or eta (KLA)
 };
 constexpr VarlenKernel kKernels[] = {{"gdn-fused-recurrent-varlen", "gdn-fused-recurrent", "gdn", "beta"},
-                                     {"kla-fused-recurrent-varlen", "kla-fused-recurrent", "kla", "eta"}};
+                                     {"kla-fused-recurrent-varlen", "kla-fused-recurrent", "kla", "eta"},
+                                     {"gdn-chunked-varlen", "gdn-chunked", "gdn", "beta"},
+                                     {"kla-chunked-varlen", "kla-chunked", "kla", "eta"}};
 
 constexpr std::size_t kGuardBytes = 256;  // 0xFF bytes (NaN) after every device tensor
 
