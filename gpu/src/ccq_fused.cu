@@ -14,8 +14,9 @@
 // fuzz campaign's worst fp32 failures, 4–8× the tolerance at t = 0, keys with ‖k‖ ≈ 6). The centred form
 // has no such cancellation: M_1 = 0 exactly. scale = K^{-1/2}; zero initial state and statistics.
 // Outputs o [B,T,H,V], final_state S_T [B,H,K,V], final_key_gram C_T [B,H,K,K] (a second pass over
-// the keys, in the blocks of tile 0, when asked for), final_key_sum m_T [B,H,K] (fp32; n_T = T). No "initial_state": the
-// carried state is (S, C, m, n), so S alone cannot continue a sequence; such a tensor is refused.
+// the keys, in the blocks of tile 0, when asked for), final_key_sum m_T [B,H,K] (fp32; n_T = T).
+// No "initial_state": the carried state is (S, M, μ, n), so S alone cannot continue a sequence; such a
+// tensor is refused.
 //
 // Mapping (register_matrices.cuh): one block of 256 threads per (b, h, tile of 32 value columns), the
 // index in gridDim.x. M lives in registers as SquareRows (every tile of a head computes the same M and
@@ -56,7 +57,7 @@ struct TokenScalars {
 template <int KMAX>
 struct alignas(16) CcqShared {
   float query[KMAX];             // q_t
-  float scaled_query[KMAX];      // scale · q̃_t; after the last token, μ_T
+  float scaled_query[KMAX];      // scale · q̃_t
   float key[2][KMAX];            // k_t, by token parity
   float deviation[2][KMAX];      // δ_t = k_t − μ_{t−1}, by token parity
   float channel_decay[2][KMAX];  // GLA: e^{gk_t}, by token parity
@@ -218,7 +219,7 @@ Status launch(const LaunchArgs& args) {
   const TensorView* beta = BB == Backbone::gdn ? v.input("beta", "BTH", dt) : nullptr;
   const TensorView* lambda = v.input("lambda", "BTH", dt);
   v.require(!args.inputs.contains("initial_state"),
-            "takes no 'initial_state': CCQ's state is (S, C, m, n) and a carried S alone does not continue a sequence");
+            "takes no 'initial_state': CCQ's state is (S, M, μ, n) and a carried S alone does not continue a sequence");
   const TensorView* o = v.output("o", "BTHV", dt);
   const TensorView* final_state = v.output("final_state", "BHKV", DType::fp32, /*optional=*/true);
   const TensorView* key_gram = v.output("final_key_gram", "BHKK", DType::fp32, /*optional=*/true);

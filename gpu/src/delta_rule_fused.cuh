@@ -326,10 +326,12 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
   }
   float z[Pol::ratio ? R : 1];  // the normaliser's rows (ratio LA), the same in every column's lanes
   if constexpr (Pol::ratio) {
-    const float* const initial_z = p.initial_normalizer.data + n * p.initial_normalizer.s0 + h * p.initial_normalizer.s1;
+    const float* const initial_z = p.initial_normalizer.data == nullptr
+                                       ? nullptr
+                                       : p.initial_normalizer.data + n * p.initial_normalizer.s0 +
+                                             h * p.initial_normalizer.s1;
 #pragma unroll
-    for (int j = 0; j < R; ++j)
-      z[j] = p.initial_normalizer.data != nullptr && row0 + j < K ? initial_z[row0 + j] : 0.f;
+    for (int j = 0; j < R; ++j) z[j] = initial_z != nullptr && row0 + j < K ? initial_z[row0 + j] : 0.f;
   }
 
   const SequenceInputs<T> in{rows_of(p.q, b, h), rows_of(p.k, b, h), rows_of(p.v, b, h), rows_of(p.gate, b, h),
