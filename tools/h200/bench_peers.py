@@ -1,7 +1,8 @@
-"""The peers larc's kernels are timed beside on the H200 (issue 7, item 5), in the same run:
-flash-linear-attention's fused_recurrent_gated_delta_rule (prefill and decode), PyTorch SDPA (causal,
-FlashAttention backend) and, for VLA-C10, a sequential PyTorch loop of the VLA recurrence (the paper's
-"sequential Python" baseline), plus the device-copy bandwidth that bounds every row.
+"""The peers larc's kernels are timed beside on the H200 (issues 7 and 8), in the same run:
+flash-linear-attention's fused_recurrent_gated_delta_rule (prefill and decode), chunk_gated_delta_rule and
+chunk_log_linear_attn (prefill), PyTorch SDPA (causal, FlashAttention backend) and, for VLA-C10, a
+sequential PyTorch loop of the VLA recurrence (the paper's "sequential Python" baseline), plus the
+device-copy bandwidth and the bf16 matmul rate that bound every row.
 
 Timings are medians of triton.testing.do_bench (CUDA events, warm-up, L2 flushed between calls).
 Writes one JSON object to --out. Inputs follow ../shared/anchors (unit-norm keys, sigmoid beta,
@@ -44,6 +45,26 @@ def fla_rows(prefill_T, decode_BH):
         ms = median_ms(lambda: fr(q=q, k=k, v=v, g=g, beta=beta, scale=D ** -0.5, initial_state=h0,
                                   output_final_state=True))
         rows.append({"peer": "fla-fused-recurrent-gdn", "kind": "decode", "T": 1, "B": bh, "H": 1, "D": D, "ms": ms})
+    return rows
+
+
+def fla_chunk_rows(gdn_T, log_linear_T):
+    """FLA's chunked forwards at the anchors' settings (../shared/anchors/fla_speed.py): chunk GDN, and
+    chunk log-linear with one shared q/k head group and L = ceil(log2 T) + 2 level scales."""
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+    from fla.ops.log_linear_attn import chunk_log_linear_attn
+    rows = []
+    for t in gdn_T:
+        q, k, v, g, beta = gdn_inputs(B, t, H)
+        ms = median_ms(lambda: chunk_gated_delta_rule(q=q, k=k, v=v, g=g, beta=beta, scale=D ** -0.5))
+        rows.append({"peer": "fla-chunk-gdn", "kind": "prefill", "T": t, "B": B, "H": H, "D": D, "ms": ms})
+    for t in log_linear_T:
+        q, k, v, g, _ = gdn_inputs(B, t, H)
+        levels = int(math.ceil(math.log2(t))) + 2
+        scales = torch.rand(B, t, H, levels, device="cuda", dtype=torch.bfloat16)
+        q1, k1 = q[:, :, :1].contiguous(), k[:, :, :1].contiguous()
+        ms = median_ms(lambda: chunk_log_linear_attn(q1, k1, v, g, scales), warmup=10, rep=50)
+        rows.append({"peer": "fla-chunk-log-linear", "kind": "prefill", "T": t, "B": B, "H": H, "D": D, "ms": ms})
     return rows
 
 
@@ -98,17 +119,27 @@ def copy_bandwidth_gbs():
     return 2 * x.numel() / (ms * 1e-3) / 1e9
 
 
+def matmul_tflops():
+    """The bf16 tensor-core rate a large cuBLAS matmul reaches: the compute floor of the chunked rows."""
+    n = 8192
+    a, b = (torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    ms = median_ms(lambda: a @ b, warmup=10, rep=50)
+    return 2 * n ** 3 / (ms * 1e-3) / 1e12
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     result["copy_bandwidth_GBps"] = copy_bandwidth_gbs()
+    result["bf16_matmul_TFLOPs"] = matmul_tflops()
     rows = []
     try:
         import fla
         result["fla"] = getattr(fla, "__version__", "unknown")
         rows += fla_rows([2048, 8192, 32768], [16, 132, 1024])
+        rows += fla_chunk_rows([2048, 8192, 32768, 65536, 131072], [2048, 8192, 32768, 65536])
     except Exception as e:  # a missing or broken FLA is reported, not hidden
         result["fla_error"] = repr(e)[:300]
     rows += sdpa_rows([1 << p for p in range(10, 18)])
@@ -118,7 +149,8 @@ def main():
         json.dump(result, f, indent=2)
     for r in rows:
         print(f"{r['peer']:26s} {r['kind']:8s} T={r['T']:<7d} B={r['B']:<5d} {r['ms']:.4f} ms")
-    print(f"copy bandwidth {result['copy_bandwidth_GBps']:.0f} GB/s; VLA sequential PyTorch T=2048: "
+    print(f"bf16 matmul {result['bf16_matmul_TFLOPs']:.0f} TFLOP/s; "
+          f"copy bandwidth {result['copy_bandwidth_GBps']:.0f} GB/s; VLA sequential PyTorch T=2048: "
           f"{result['vla_sequential_pytorch']['ms']:.1f} ms")
 
 

@@ -7,14 +7,37 @@ and the git tree hash of reference/ + gpu/ the binaries were built from.
 Each row: {"kernel", "kind", "T", "B", "H", "D", "dtype", "ms", "bytes", "GBps", "floor_fraction",
 "peer", "peer_ms", "speedup"}; floor_fraction = achieved bytes/s over the measured device-copy
 bandwidth (the bytes a launch must move at least: inputs read once, outputs written once).
-Peers: GDN kernels against FLA's fused_recurrent_gated_delta_rule (prefill and decode); every other
-prefill row against PyTorch SDPA (causal) at the same T. The "vla_c10" section holds what VLA-C10
+Peers: GDN fused kernels against FLA's fused_recurrent_gated_delta_rule (prefill and decode); chunked
+GDN/KLA against FLA's chunk_gated_delta_rule, chunked log-linear against chunk_log_linear_attn; every
+other prefill row against PyTorch SDPA (causal) at the same T. Chunked rows also carry "flops" (the
+tensor-core work of the algorithm, tensor_flops below) and "floor_ms" = max(bytes / copy bandwidth,
+flops / the measured bf16 matmul rate); "of_floor" = floor_ms / ms. The "vla_c10" section holds what VLA-C10
 is judged on (properties/src/claims_vla.cpp reads it).
 """
 import argparse
 import json
 import math
 import re
+
+
+def tensor_flops(kernel, T, H, D, chunk=64):
+    """The matrix products of one chunked forward (docs/perf-notes.md), 2 flops per multiply-add; None
+    for kernels without a model. Delta rule (GDN, KLA), per chunk and head: K Kᵀ, Q Kᵀ, W = T (β K) and
+    U = T (β V) (C² D each), the masked (Q Kᵀ) V_new (C² D), W S, Q S and Kᵀ V_new (C D² each)."""
+    if kernel.startswith(("gdn-chunked", "kla-chunked")):
+        chunks = -(-T // chunk)
+        return 2 * H * chunks * (5 * chunk * chunk * D + 3 * chunk * D * D)
+    return None
+
+
+def peer_of(kernel, kind):
+    if kernel.startswith(("gdn-chunked", "kla-chunked")):
+        return "fla-chunk-gdn"
+    if kernel.startswith("log-linear") and "-chunked" in kernel:
+        return "fla-chunk-log-linear"
+    if kernel.startswith("gdn-"):
+        return "fla-fused-recurrent-gdn"
+    return "sdpa-causal" if kind == "prefill" else None
 
 
 def medians(bench):
@@ -49,6 +72,29 @@ def crossover(kernel, sdpa):
     return None
 
 
+def chunked_targets(rows):
+    """Issue 8's targets, one line each where its rows were measured."""
+    out = []
+    prefill = {(r["kernel"], r["T"]): r for r in rows if r["kind"] == "prefill"}
+    for name in ("gdn-chunked", "kla-chunked"):
+        rs = [r for (k, t), r in prefill.items() if k == name and t >= 8192 and r["speedup"]]
+        if rs:
+            worst = min(rs, key=lambda r: r["speedup"])
+            out.append(f"- {name} vs FLA chunk GDN (≥ 1.0× at every T ≥ 8k, aim 1.3×): worst {worst['speedup']:.2f}× "
+                       f"at T = {worst['T']} — {'met' if worst['speedup'] >= 1.0 else 'NOT met'}.")
+    for (k, t), r in sorted(prefill.items()):
+        if k.startswith("log-linear") and k.endswith("-chunked") and t == 65536 and r["speedup"]:
+            out.append(f"- {k} vs FLA chunk log-linear at T = 64k (≥ 3×): {r['speedup']:.2f}× — "
+                       f"{'met' if r['speedup'] >= 3.0 else 'NOT met'}.")
+        if k.startswith("vla") and k.endswith("-chunked") and t >= 16384 and r["peer_ms"]:
+            out.append(f"- {k} below SDPA from T = 16k: {r['ms']:.3g} ms against {r['peer_ms']:.3g} ms at T = {t} — "
+                       f"{'met' if r['ms'] < r['peer_ms'] else 'NOT met'}.")
+        if k.startswith("hla") and k.endswith("-chunked") and t >= 32768 and ("gdn-chunked", t) in prefill:
+            ratio = r["ms"] / prefill[("gdn-chunked", t)]["ms"]
+            out.append(f"- {k} within 2× of gdn-chunked at T = {t}: {ratio:.2f}× — {'met' if ratio <= 2.0 else 'NOT met'}.")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernels", required=True)
@@ -62,6 +108,7 @@ def main():
     with open(a.peers) as f:
         peers = json.load(f)
     bw = peers["copy_bandwidth_GBps"]
+    tflops = peers.get("bf16_matmul_TFLOPs")
     peer_ms = {(p["peer"], p["kind"], p["T"], p["B"]): p["ms"] for p in peers["rows"]}
     rows = []
     for name, b in sorted(medians(bench).items()):
@@ -72,7 +119,12 @@ def main():
         row = {"kernel": kernel, "kind": kind, "T": T, "B": B, "H": H, "D": D, "dtype": "bf16", "ms": ms,
                "bytes": nbytes, "GBps": gbps, "floor_fraction": gbps / bw, "peer": None, "peer_ms": None,
                "speedup": None}
-        peer = "fla-fused-recurrent-gdn" if kernel.startswith("gdn-") else ("sdpa-causal" if kind == "prefill" else None)
+        flops = tensor_flops(kernel, T, B * H, D)
+        if flops is not None and tflops:
+            row["flops"] = flops
+            row["floor_ms"] = max(nbytes / (bw * 1e9), flops / (tflops * 1e12)) * 1e3
+            row["of_floor"] = row["floor_ms"] / ms
+        peer = peer_of(kernel, kind)
         if peer and (peer, kind, T, B) in peer_ms:
             row["peer"], row["peer_ms"] = peer, peer_ms[(peer, kind, T, B)]
             row["speedup"] = row["peer_ms"] / ms
@@ -90,7 +142,8 @@ def main():
                    "sequential_pytorch": seq,
                    "speedup_over_sequential": seq["ms"] / vla[seq["T"]] if seq["T"] in vla else None}
     report = {"tree_hash": a.tree_hash, "device": peers["device"], "torch": peers["torch"],
-              "fla": peers.get("fla", peers.get("fla_error")), "copy_bandwidth_GBps": bw, "rows": rows,
+              "fla": peers.get("fla", peers.get("fla_error")), "copy_bandwidth_GBps": bw,
+              "bf16_matmul_TFLOPs": tflops, "rows": rows,
               "peers": peers["rows"], "vla_c10": vla_c10}
     with open(a.json, "w") as f:
         json.dump(report, f, indent=2)
@@ -100,11 +153,14 @@ def main():
           f"FLA {report['fla']}. Medians of CUDA-event timings (bench/gpu_kernels_bench.cpp; peers: "
           f"tools/h200/bench_peers.py, triton do_bench). Bandwidth floor: the measured device copy, "
           f"{bw:.0f} GB/s. B=1, H=16, D=128, bf16 inputs; decode rows: T=1, B = batch×heads, fp32 state in and out, time per launch in a stream of 32 back-to-back launches on rotated copies.\n",
-          "| kernel | kind | T | B×H | ms | GB/s | of floor | peer | peer ms | speed-up |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          f"Chunked rows: floor = max(bytes / bandwidth, tensor flops / {tflops or 0:.0f} TFLOP/s, the measured "
+          f"bf16 matmul rate); \"of floor\" is then floor / time.\n",
+          "| kernel | kind | T | B×H | ms | GB/s | of floor | floor ms | peer | peer ms | speed-up |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        of_floor = r.get("of_floor", r["floor_fraction"])
         md.append(f"| {r['kernel']} | {r['kind']} | {r['T']} | {r['B'] * r['H']} | {r['ms']:.4g} | {r['GBps']:.0f} | "
-                  f"{100 * r['floor_fraction']:.1f}% | {r['peer'] or ''} | "
+                  f"{100 * of_floor:.1f}% | {format(r['floor_ms'], '.3g') if 'floor_ms' in r else ''} | {r['peer'] or ''} | "
                   f"{'' if r['peer_ms'] is None else format(r['peer_ms'], '.4g')} | "
                   f"{'' if r['speedup'] is None else format(r['speedup'], '.2f') + '×'} |")
     md.append("\n## Targets\n")
@@ -113,6 +169,7 @@ def main():
         worst = min(gdn, key=lambda r: r["speedup"])
         md.append(f"- GDN fused recurrent vs FLA fused recurrent (≥ 1.0× at every T): worst {worst['speedup']:.2f}× "
                   f"at T = {worst['T']} — {'met' if worst['speedup'] >= 1.0 else 'NOT met'}.")
+    md += chunked_targets(rows)
     dec = [r for r in rows if r["kind"] == "decode" and r["B"] * r["H"] >= 132]
     if dec:
         worst = min(dec, key=lambda r: r["floor_fraction"])

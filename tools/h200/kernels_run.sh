@@ -7,7 +7,8 @@
 #   tools/h200/kernels_run.sh check   # GPU tests and the gate's small grid (minutes): first look
 #   tools/h200/kernels_run.sh gate    # the gate's H200 grid, GPU tests and compute-sanitizer (< 10 min)
 #   tools/h200/kernels_run.sh bench   # the benchmarks beside FLA and SDPA (< 10 min)
-#   tools/h200/kernels_run.sh full    # gate then bench (past one device call's 10 minutes: use the two)
+#   tools/h200/kernels_run.sh accuracy  # larc's GDN kernels and FLA's on the same fixtures (issue 8)
+#   tools/h200/kernels_run.sh full    # gate, bench, then accuracy
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
@@ -33,6 +34,11 @@ run_tests() {
     timeout 300 $B/$t --gtest_output=xml:"$out/$t.xml" > "$out/$t.log" 2>&1
     echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.log" | tr '\n' ' ')"
   done
+}
+
+install_fla() {
+  [ -d /tmp/site/fla ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+    .wheels/fla_core-*.whl .wheels/flash_linear_attention-*.whl .wheels/einops-*.whl
 }
 
 case $mode in
@@ -89,13 +95,37 @@ bench|full)
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
     > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .wheels/fla_core-*.whl \
-    .wheels/flash_linear_attention-*.whl .wheels/einops-*.whl
-  PYTHONPATH=/tmp/site timeout 120 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
+  install_fla
+  PYTHONPATH=/tmp/site timeout 240 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
   echo "peers: exit $?"
   python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
     --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" | tail -30
-  ;;
+  ;;&
+accuracy|full)
+  # Issue 8: "relative error <= FLA's on the same inputs". GDN fixtures in FLA's layout (B=1, T=4096,
+  # H=4, D=128; float64-certified oracle), FLA's chunk and fused recurrent outputs judged by larc diff,
+  # larc's GDN kernels by the gate on the same files; accuracy.md joins them.
+  install_fla
+  acc=/tmp/accuracy; mkdir -p "$acc/fixtures" "$out/accuracy"
+  for dt in bf16 fp16 fp32; do
+    $B/larc fixtures gen --mechanism gdn --dtype $dt --shape 1,4096,4,128,128 --seed 11 \
+      --out "$acc/fixtures/gdn_${dt}_T4096.safetensors" > /dev/null &
+  done
+  wait
+  PYTHONPATH=/tmp/site timeout 120 python3 tools/h200/fla_accuracy.py "$acc"/fixtures/*.safetensors --outdir "$acc/fla" \
+    > "$out/accuracy/fla.txt" 2>&1; echo "fla outputs: exit $?"
+  for c in "$acc"/fla/*.safetensors; do
+    name=$(basename "$c" .safetensors)
+    $B/larc diff "$acc/fixtures/${name%%.*}.safetensors" "$c" --kernel "${name#*.}" --json "$out/accuracy/diff_$name.json" \
+      > "$out/accuracy/diff_$name.txt" 2>&1
+  done
+  KERNELS='^gdn-(fused-recurrent|chunked)$'
+  acc_subjects=(); for s in $(gpu_subjects); do acc_subjects+=(--subject "$s"); done
+  $B/larc gate "${acc_subjects[@]}" --no-grid --random 0 --fixtures "$acc/fixtures" --json "$out/accuracy/larc.json" \
+    > "$out/accuracy/larc.txt" 2>&1; echo "larc on the fixtures: exit $?"
+  python3 tools/h200/accuracy_table.py "$out/accuracy/larc.json" "$out"/accuracy/diff_*.json --markdown "$out/accuracy.md"
+  cat "$out/accuracy.md"
+  ;;&
 fuzz2)
   # One campaign over every GPU kernel, sharded through the shard environment (GTEST_SHARD_INDEX /
   # GTEST_TOTAL_SHARDS): shard i runs its kernels on GPU i mod (GPU count), so the shards spread over
@@ -116,6 +146,7 @@ esac
 # The device tool returns at most 8 files: the reports themselves, and everything (logs, shard reports,
 # test XML) in one archive.
 tar -czf /tmp/everything.tar.gz -C "$out" . && rm -rf "$out"/* && tar -xzf /tmp/everything.tar.gz -C "$out" \
-  --wildcards './gate.json' './gate.md' './sanitizers.md' './bench.json' './bench.md' './fuzz_summary.json' './fuzz_summary.md' 2>/dev/null
+  --wildcards './gate.json' './gate.md' './sanitizers.md' './bench.json' './bench.md' './accuracy.md' './fuzz_summary.json' \
+  './fuzz_summary.md' 2>/dev/null
 mv /tmp/everything.tar.gz "$out/everything.tar.gz"
 
