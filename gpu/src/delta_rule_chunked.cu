@@ -5,12 +5,14 @@
 // final_state [B,H,K,V]; scale K^-1/2; KLA's ε = 1e-6. K ≤ 256, any V ≥ 1, any T ≥ 0. The varlen
 // kernels take FLA's cu_seqlens with B = 1 and states [N,H,K,V], as gdn/kla-fused-recurrent-varlen.
 //
-// Workspace: one Record per (head, chunk slot) — W [64][KP], U [64][V], P [64][64], γ and
-// Γ_{n−1,·} [64] in fp32, KP = 64, 128 or 256 (the least ≥ K) — 256·(KP + V + 66) bytes a chunk,
-// e.g. 2.7 GB at B = 1, H = 16, K = V = 128, T = 131,072; B·⌈T/64⌉ slots a head (varlen: ⌈T/64⌉ + N,
-// after an [N+1] int64 header of first slots). Allocated stream-ordered (cudaMallocAsync) by each launch
-// and freed after the second kernel (cudaFreeAsync), so a launch stays asynchronous; the device's
-// default pool keeps freed memory for the next launch (release threshold set to never).
+// Workspace: one Record per (head, chunk slot) — W, K̃ [64][KP], U then V_new [64][V], P [64][64],
+// γ [64] in fp32, KP = 64, 128 or 256 (the least ≥ K) — and the state entering the chunk, S_c [KP][V]
+// fp32: 256·(2·KP + V + 65) + 4·KP·V bytes a chunk, e.g. 5.8 GB at B = 1, H = 16, K = V = 128,
+// T = 131,072; B·⌈T/64⌉ slots a head (varlen: ⌈T/64⌉ + N, after an [N+1] int64 header of first
+// slots). Allocated stream-ordered (cudaMallocAsync) by each launch and freed after the last kernel
+// (cudaFreeAsync), so a launch stays asynchronous; the device's default pool keeps freed memory for the
+// next launch (release threshold set to never).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -42,17 +44,22 @@ template <class T, int KP, Step STEP>
 Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const auto prepare = chunk_prepare<T, KP, STEP>;
   const auto pass = state_pass<T, KP>;
+  const auto output = chunk_output<T, KP>;
   const std::size_t prepare_smem = sizeof(float) * prepare_smem_floats<KP>();
   const std::size_t pass_smem = sizeof(float) * state_pass_smem_floats<KP>();
+  const std::size_t output_smem = sizeof(float) * output_smem_floats<KP>();
   cudaError_t e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
+  if (e == cudaSuccess) e = allow_smem(output, output_smem);
   if (e != cudaSuccess) return cuda_failure(name, "shared-memory opt-in", e);  // nothing was launched
 
-  // Workspace: varlen's first_slot [N+1] int64 (padded to 64 floats), then H · slots records.
+  // Workspace: varlen's first_slot [N+1] int64 (padded to 64 floats), then H · slots records, then
+  // H · slots states.
   const bool varlen = p.cu_seqlens != nullptr;
   const std::int64_t header = varlen ? (2 * (p.sequences + 1) + kChunk - 1) / kChunk * kChunk : 0;
   const std::int64_t records = p.H * p.slots;
-  const std::int64_t floats = header + records * Record<KP>::floats(p.V);
+  const std::int64_t record_floats = records * Record<KP>::floats(p.V);
+  const std::int64_t floats = header + record_floats + records * KP * p.V;
   float* workspace = nullptr;
   if (floats > 0) {
     const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(floats);
@@ -70,6 +77,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     if (e != cudaSuccess) return cuda_failure(name, "workspace of " + std::to_string(bytes) + " bytes", e);
     workspace = static_cast<float*>(allocated);
     p.workspace = workspace + header;
+    p.states = p.workspace + record_floats;
   }
   if (varlen) {
     SequenceMap m;
@@ -83,6 +91,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   }
   if (records > 0) prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
   pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), kThreads, pass_smem, stream>>>(p);
+  if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
   const Status launched = launch_status(name);  // read before the free can set another error
   if (workspace != nullptr && (e = cudaFreeAsync(workspace, stream)) != cudaSuccess && launched)
     return cuda_failure(name, "freeing the workspace", e);
@@ -119,7 +128,8 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   // L/64 + 1 chunks, so non-overlapping sequences take at most ⌈T/64⌉ + N.
   const std::int64_t slots = varlen ? chunks + sequences : v.size('B') * chunks;
   const std::int64_t v_tiles = (v.size('V') + kTileV - 1) / kTileV;
-  v.require_grid(H * slots > sequences * H * v_tiles ? H * slots : sequences * H * v_tiles);  // both kernels' grids
+  const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
+  v.require_grid(std::max({H * slots * out_tiles, sequences * H * v_tiles}));  // the kernels' largest grid
   if (!v.ok()) return v.status();
   if (sequences * H == 0) return Status::success();  // no sequence or no head: nothing to compute
 
@@ -144,6 +154,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.K = static_cast<int>(v.size('K'));
     p.V = static_cast<int>(v.size('V'));
     p.v_tiles = static_cast<int>(v_tiles);
+    p.out_tiles = static_cast<int>(out_tiles);
     p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.K)));
     p.eps = kKlaEps;
     if (p.K <= 64) return enqueue<T, 64, STEP>(p, stream_of(args), name);
@@ -171,8 +182,8 @@ Kernel kernel_entry(std::string name, std::string mechanism, std::string descrip
 void append_delta_rule_chunked_kernels(std::vector<Kernel>& out) {
   out.push_back(kernel_entry<Step::beta>(
       "gdn-chunked", "gdn",
-      "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, then the state pass with the output; "
-      "bf16/fp16 products on tensor cores, fp32 by FMA",
+      "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, the state pass, then the output per "
+      "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA",
       false));
   out.push_back(kernel_entry<Step::kaczmarz>(
       "kla-chunked", "kla", "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel",

@@ -112,7 +112,7 @@ accuracy|full)
       --out "$acc/fixtures/gdn_${dt}_T4096.safetensors" > /dev/null &
   done
   wait
-  PYTHONPATH=/tmp/site timeout 120 python3 tools/h200/fla_accuracy.py "$acc"/fixtures/*.safetensors --outdir "$acc/fla" \
+  PYTHONPATH=/tmp/site timeout 300 python3 tools/h200/fla_accuracy.py "$acc"/fixtures/*.safetensors --outdir "$acc/fla" \
     > "$out/accuracy/fla.txt" 2>&1; echo "fla outputs: exit $?"
   for c in "$acc"/fla/*.safetensors; do
     name=$(basename "$c" .safetensors)
