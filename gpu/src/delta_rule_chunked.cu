@@ -45,9 +45,9 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const auto prepare = chunk_prepare<T, KP, STEP>;
   const auto pass = state_pass<T, KP>;
   const auto output = chunk_output<T, KP>;
-  const std::size_t prepare_smem = sizeof(float) * prepare_smem_floats<KP>();
-  const std::size_t pass_smem = sizeof(float) * state_pass_smem_floats<KP>();
-  const std::size_t output_smem = sizeof(float) * output_smem_floats<KP>();
+  const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
+  const std::size_t pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
+  const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
   cudaError_t e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
   if (e == cudaSuccess) e = allow_smem(output, output_smem);
@@ -58,8 +58,8 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const bool varlen = p.cu_seqlens != nullptr;
   const std::int64_t header = varlen ? (2 * (p.sequences + 1) + kChunk - 1) / kChunk * kChunk : 0;
   const std::int64_t records = p.H * p.slots;
-  const std::int64_t record_floats = records * Record<KP>::floats(p.V);
-  const std::int64_t floats = header + record_floats + records * KP * p.V;
+  const std::int64_t record_floats = records * Record<T, KP>::words(p.V);
+  const std::int64_t floats = header + record_floats + records * state_words<T, KP>(p.V);
   float* workspace = nullptr;
   if (floats > 0) {
     const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(floats);

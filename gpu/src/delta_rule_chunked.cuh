@@ -56,22 +56,50 @@ using delta_rule::TokenRows;
 constexpr int kChunk = 64;
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kTileV = 16;      // value columns per state_pass block (16 or 32)
-// 8-column tiles per warp strip in state_pass, chosen so that every product has 8 strips (one a warp)
-// at KP = 128 (16 at KP = 256): 64 × kTileV outputs (V_new) in strips of 16 × kTileV/2, KP × kTileV (S) in
-// strips of 16 × kTileV.
-constexpr int kRowStripTiles = kTileV / 16;
-constexpr int kStateStripTiles = kTileV / 8;
+constexpr int kTileV = 16;      // value columns per state_pass block
 constexpr int kPrepTileV = 64;  // value columns per U pass of chunk_prepare
 constexpr int kOutTileV = 64;   // value columns per chunk_output block
 constexpr int kStateTerms = 3;  // bf16 terms of an fp32 intermediate on the state's path (24 bits)
-constexpr int kOutputTerms = 2;  // ... in chunk_output (16 bits; o is rounded to the input dtype)
+constexpr int kOutputTerms = 2;  // ... read by chunk_output only (16 bits; o is rounded to the input dtype)
 
 enum class Step { beta, kaczmarz };  // GDN: β is an input; KLA: β = η / (‖k‖² + ε)
+
+// Tensor cores for bf16/fp16 inputs; FP32 FMA for fp32 inputs.
+template <class T>
+constexpr bool kMma = !std::is_same_v<T, float>;
 
 // bf16 terms of an input operand (q, k, v): bf16 is exact in one, fp16 (11 significant bits) in two.
 template <class T>
 constexpr int kInputTerms = std::is_same_v<T, __nv_bfloat16> ? 1 : 2;
+
+// An operand of warp_product, in shared or global memory: `rows` rows (an A operand's M rows, or a B
+// operand's N columns) by KD reduction indices. Tensor cores: TERMS planes of bf16 pairs, the pair
+// (2w, 2w + 1) of row r at word r·pitch + w of each plane; FMA (fp32 inputs): one plane of floats,
+// index k of row r at r·pitch + k. pitch ≡ 4 (mod 32) words, so a fragment's 32 words (rows g, words t)
+// fall in 32 distinct banks.
+template <class T>
+__host__ __device__ constexpr int pitch_for(int kd) {
+  return (kMma<T> ? kd / 2 : kd) + 4;
+}
+template <class T, int TERMS>
+constexpr int kPlanes = kMma<T> ? TERMS : 1;
+template <class T, int TERMS>
+__host__ __device__ constexpr int operand_words(int rows, int kd) {
+  return kPlanes<T, TERMS> * rows * pitch_for<T>(kd);
+}
+
+template <class T, int TERMS, int KD>
+struct Operand {
+  using Word = std::conditional_t<kMma<T>, std::uint32_t, float>;
+  static constexpr int kPitch = pitch_for<T>(KD);
+  Word* words;
+  int rows;  // plane stride = rows · kPitch
+  __device__ Word& at(int plane, int row, int w) const { return words[(plane * rows + row) * kPitch + w]; }
+};
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ Operand<T, TERMS, KD> operand_at(void* words, int rows) {
+  return {static_cast<typename Operand<T, TERMS, KD>::Word*>(words), rows};
+}
 
 template <class T>
 struct Params {
@@ -94,27 +122,41 @@ struct Params {
   float scale = 1, eps = 0;
 };
 
-// One chunk's record in the workspace (floats; every part starts at a multiple of 64 floats):
-// W [64][KP], K̃ = Diag(Γ_{n−1,·}) K [64][KP], U (V_new once state_pass has passed) [64][V], P [64][64], γ [64].
-template <int KP>
+// One chunk's record in the workspace (4-byte words; every part a multiple of 16 bytes), operands in
+// the layout of Operand so that they are copied to shared memory as they are:
+//   W [64 rows][KP] and K̃ᵀ = (Diag(Γ_{n−1,·}) K)ᵀ [KP rows][64] in kStateTerms planes (chunk_prepare → state_pass),
+//   U [64][V] fp32 (chunk_prepare → state_pass),
+//   V_new [V rows][64] and P [64 rows][64] in kOutputTerms planes (→ chunk_output), γ [64].
+template <class T, int KP>
 struct Record {
-  static __host__ __device__ std::int64_t floats(int V) { return std::int64_t{kChunk} * (2 * KP + V + kChunk + 1); }
+  static constexpr int kW = operand_words<T, kStateTerms>(kChunk, KP);
+  static constexpr int kKt = operand_words<T, kStateTerms>(KP, kChunk);
+  static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
+  static __host__ __device__ std::int64_t vn_words(int V) { return std::int64_t{operand_words<T, kOutputTerms>(1, kChunk)} * V; }
+  static __host__ __device__ std::int64_t words(int V) {
+    return kW + kKt + std::int64_t{kChunk} * V + vn_words(V) + kP + kChunk;
+  }
   static __device__ float* w(float* r) { return r; }
-  static __device__ float* decayed_key(float* r) { return r + kChunk * KP; }
-  static __device__ float* u(float* r) { return r + 2 * kChunk * KP; }
-  static __device__ float* p(float* r, int V) { return u(r) + std::int64_t{kChunk} * V; }
-  static __device__ float* gamma(float* r, int V) { return p(r, V) + kChunk * kChunk; }
+  static __device__ float* kt(float* r) { return r + kW; }
+  static __device__ float* u(float* r) { return r + kW + kKt; }
+  static __device__ float* vn(float* r, int V) { return u(r) + std::int64_t{kChunk} * V; }
+  static __device__ float* p(float* r, int V) { return vn(r, V) + vn_words(V); }
+  static __device__ float* gamma(float* r, int V) { return p(r, V) + kP; }
 };
 
-template <class T>
-__device__ __forceinline__ float* record_of(const Params<T>& p, int h, std::int64_t slot, std::int64_t record_floats) {
-  return p.workspace + (h * p.slots + slot) * record_floats;
+template <class T, int KP>
+__device__ __forceinline__ float* record_of(const Params<T>& p, int h, std::int64_t slot) {
+  return p.workspace + (h * p.slots + slot) * Record<T, KP>::words(p.V);
 }
 
-// S_c of (head, slot): [KP][V] floats.
+// S_c of (head, slot) as chunk_output's B operand: [V rows][KP] in kOutputTerms planes.
+template <class T, int KP>
+__host__ __device__ constexpr std::int64_t state_words(int V) {
+  return std::int64_t{operand_words<T, kOutputTerms>(1, KP)} * V;
+}
 template <class T, int KP>
 __device__ __forceinline__ float* state_of(const Params<T>& p, int h, std::int64_t slot) {
-  return p.states + (h * p.slots + slot) * std::int64_t{KP} * p.V;
+  return p.states + (h * p.slots + slot) * state_words<T, KP>(p.V);
 }
 
 __device__ __forceinline__ std::int64_t offset_at(const void* cu_seqlens, bool int64, std::int64_t i) {
@@ -177,8 +219,8 @@ __global__ void __launch_bounds__(kMapThreads) chunk_map(const SequenceMap m) {
 }
 
 // ---- Warp-level products in the m16n8k16 fragment layout ------------------------------------------
-// A warp computes a 16 × 8·NT strip C[m0.., n0..] += A[m0.., 0..KD) · B[0..KD, n0..]; a(row, k) and
-// b(k, col) return fp32 operands. Lane (g = lane / 4, t = lane % 4) holds acc[j][r] at row
+// A warp computes a 16 × 8·NT strip C[m0.., n0..] += A[m0.., 0..KD) · B[0..KD, n0..] from Operands (A's
+// rows are M rows, B's rows its N columns). Lane (g = lane / 4, t = lane % 4) holds acc[j][r] at row
 // m0 + g + 8·(r / 2), column n0 + 8j + 2t + r % 2 — the mma.sync accumulator layout, used by the
 // FMA path too so that the surrounding code is the same for every dtype.
 
@@ -198,68 +240,116 @@ __device__ __forceinline__ void split_pair(float first, float second, std::uint3
   }
 }
 
-__device__ __forceinline__ void mma_bf16(float (&d)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
-                                         std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Tensor cores: TA, TB bf16 terms of A and B (1 to 3); the term pairs (i, j) with i + j ≤ 2.
-template <int TA, int TB, int KD, int NT, class FA, class FB>
-__device__ __forceinline__ void warp_mma(float (&acc)[NT][4], FA a, FB b, int m0, int n0) {
-  static_assert(KD % 16 == 0 && TA >= 1 && TA <= 3 && TB >= 1 && TB <= 3);
+// Tensor cores: the term pairs (i, j) with i + j ≤ 2 (the rest is below 2^-24 relative), smallest
+// first, into a zeroed accumulator that is then added to acc in fp32 (round to nearest) once per 16
+// reduction indices: the tensor cores' own accumulation truncates, and kept to one 16-term block its
+// error stays that of one rounding. FMA: k in order.
+template <class T, int KD, int NT, int TA, int TB>
+__device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<T, TA, KD>& A,
+                                             const Operand<T, TB, KD>& B, int m0, int n0) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int r0 = m0 + g, r1 = r0 + 8;
+  if constexpr (kMma<T>) {
+#pragma unroll 2
+    for (int k0 = 0; k0 < KD; k0 += 16) {
+      const int w0 = k0 / 2 + t, w1 = w0 + 4;
+      std::uint32_t fa[TA][4];
 #pragma unroll
-  for (int k0 = 0; k0 < KD; k0 += 16) {
-    const int c0 = k0 + 2 * t, c1 = c0 + 8;
-    std::uint32_t fa[4][TA];  // A register order: (r0, c0), (r1, c0), (r0, c1), (r1, c1)
-    split_pair(a(r0, c0), a(r0, c0 + 1), fa[0]);
-    split_pair(a(r1, c0), a(r1, c0 + 1), fa[1]);
-    split_pair(a(r0, c1), a(r0, c1 + 1), fa[2]);
-    split_pair(a(r1, c1), a(r1, c1 + 1), fa[3]);
+      for (int n = 0; n < TA; ++n) {
+        fa[n][0] = A.at(n, r0, w0);
+        fa[n][1] = A.at(n, r1, w0);
+        fa[n][2] = A.at(n, r0, w1);
+        fa[n][3] = A.at(n, r1, w1);
+      }
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int n = n0 + 8 * j + g;
-      std::uint32_t fb[2][TB];  // B register order: k = c0, c0 + 1; k = c1, c1 + 1 (column n)
-      split_pair(b(c0, n), b(c0 + 1, n), fb[0]);
-      split_pair(b(c1, n), b(c1 + 1, n), fb[1]);
+      for (int j = 0; j < NT; ++j) {
+        const int col = n0 + 8 * j + g;
+        std::uint32_t fb[TB][2];
 #pragma unroll
-      for (int ta = 0; ta < TA; ++ta)
+        for (int n = 0; n < TB; ++n) fb[n][0] = B.at(n, col, w0), fb[n][1] = B.at(n, col, w1);
+        float part[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int tb = 0; tb < TB; ++tb)
-          if (ta + tb <= 2) mma_bf16(acc[j], fa[0][ta], fa[1][ta], fa[2][ta], fa[3][ta], fb[0][tb], fb[1][tb]);
+        for (int order = 2; order >= 0; --order)
+#pragma unroll
+          for (int ta = 0; ta < TA; ++ta)
+            if (const int tb = order - ta; tb >= 0 && tb < TB) mma_bf16(part, fa[ta], fb[tb][0], fb[tb][1]);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[j][r] += part[r];
+      }
     }
-  }
-}
-
-// FP32 FMA (fp32 inputs), k in order.
-template <int KD, int NT, class FA, class FB>
-__device__ __forceinline__ void warp_fma(float (&acc)[NT][4], FA a, FB b, int m0, int n0) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  } else {
 #pragma unroll 4
-  for (int k = 0; k < KD; ++k) {
-    const float a0 = a(m0 + g, k), a1 = a(m0 + g + 8, k);
+    for (int k = 0; k < KD; ++k) {
+      const float a0 = A.at(0, r0, k), a1 = A.at(0, r1, k);
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int n = n0 + 8 * j + 2 * t;
-      const float b0 = b(k, n), b1 = b(k, n + 1);
-      acc[j][0] = fmaf(a0, b0, acc[j][0]);
-      acc[j][1] = fmaf(a0, b1, acc[j][1]);
-      acc[j][2] = fmaf(a1, b0, acc[j][2]);
-      acc[j][3] = fmaf(a1, b1, acc[j][3]);
+      for (int j = 0; j < NT; ++j) {
+        const int col = n0 + 8 * j + 2 * t;
+        const float b0 = B.at(0, col, k), b1 = B.at(0, col + 1, k);
+        acc[j][0] = fmaf(a0, b0, acc[j][0]);
+        acc[j][1] = fmaf(a0, b1, acc[j][1]);
+        acc[j][2] = fmaf(a1, b0, acc[j][2]);
+        acc[j][3] = fmaf(a1, b1, acc[j][3]);
+      }
     }
   }
 }
 
-template <class T, int TA, int TB, int KD, int NT, class FA, class FB>
-__device__ __forceinline__ void warp_product(float (&acc)[NT][4], FA a, FB b, int m0, int n0) {
-  if constexpr (std::is_same_v<T, float>)
-    warp_fma<KD, NT>(acc, a, b, m0, n0);
-  else
-    warp_mma<TA, TB, KD, NT>(acc, a, b, m0, n0);
+// op's element pair (row, k), (row, k + 1), k even.
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ void store_pair(const Operand<T, TERMS, KD>& op, int row, int k, float x0, float x1) {
+  if constexpr (kMma<T>) {
+    std::uint32_t terms[TERMS];
+    split_pair(x0, x1, terms);
+#pragma unroll
+    for (int n = 0; n < TERMS; ++n) op.at(n, row, k / 2) = terms[n];
+  } else {
+    op.at(0, row, k) = x0;
+    op.at(0, row, k + 1) = x1;
+  }
+}
+
+// Writes op's element pair (row, 2w), (row, 2w + 1) = f(row, 2w), f(row, 2w + 1) for rows < rows and
+// every pair of KD, split into the operand's planes; threads share the work (pairs, row-major).
+template <class T, int TERMS, int KD, class F>
+__device__ __forceinline__ void fill(const Operand<T, TERMS, KD>& op, int rows, F f) {
+  for (int e = threadIdx.x; e < rows * (KD / 2); e += kThreads) {
+    const int r = e / (KD / 2), k = e % (KD / 2) * 2;
+    store_pair(op, r, k, f(r, k), f(r, k + 1));
+  }
+}
+
+// Element (row, k) of op, the sum of its terms.
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ float element(const Operand<T, TERMS, KD>& op, int row, int k) {
+  if constexpr (kMma<T>) {
+    float x = 0.f;
+#pragma unroll
+    for (int n = 0; n < TERMS; ++n) {
+      const std::uint32_t w = op.at(n, row, k / 2);
+      x += __uint_as_float(k % 2 == 0 ? w << 16 : w & 0xffff0000u);
+    }
+    return x;
+  } else {
+    return op.at(0, row, k);
+  }
+}
+
+// The accumulator's element pairs (row, col), (row, col + 1), col even: e(row, col, x0, x1).
+template <int NT, class E>
+__device__ __forceinline__ void for_each_pair(const float (&acc)[NT][4], int m0, int n0, E e) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    e(m0 + g, n0 + 8 * j + 2 * t, acc[j][0], acc[j][1]);
+    e(m0 + g + 8, n0 + 8 * j + 2 * t, acc[j][2], acc[j][3]);
+  }
 }
 
 // The 16 × 8·NT strips of an M × N output, dealt to the block's warps round-robin: f(m0, n0).
@@ -291,30 +381,47 @@ __device__ __forceinline__ void zero(float (&acc)[NT][4]) {
 // ‖k‖² by kla-fused-recurrent's tree (delta_rule_fused.cuh column_dot, any geometry): the KP rows (zero
 // past K) cut into 8 runs of KP/8, each summed with four accumulators (row j into j % 4), the run sums
 // combined ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)). KP is the fused kernel's KMAX for the
-// same K (64, 128 or 256), so β = η / (‖k‖² + ε) is bitwise the fused kernel's.
-template <int KP>
-__device__ __forceinline__ float key_norm_squared(const float* k) {
+// same K (64, 128 or 256), so β = η / (‖k‖² + ε) is bitwise the fused kernel's. k(d) gives row d.
+template <int KP, class F>
+__device__ __forceinline__ float key_norm_squared(F k) {
   constexpr int run = KP / 8;
   float r[8];
 #pragma unroll
   for (int s = 0; s < 8; ++s) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int j = 0; j < run; ++j) acc[j % 4] = fmaf(k[s * run + j], k[s * run + j], acc[j % 4]);
+    for (int j = 0; j < run; ++j) acc[j % 4] = fmaf(k(s * run + j), k(s * run + j), acc[j % 4]);
     r[s] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   }
   return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
 }
 
-// Rows [t0, t0 + n) of a [T, D] token-row view into a [kChunk][pitch] fp32 tile, columns
-// [d0, d0 + width); rows ≥ n and columns ≥ d_end as zeros.
-template <class T, int WIDTH>
-__device__ __forceinline__ void stage_rows(float* dst, int pitch, const TokenRows<const T>& src, std::int64_t t0,
-                                           int n, int d0, int d_end) {
-  for (int e = threadIdx.x; e < kChunk * WIDTH; e += kThreads) {
-    const int i = e / WIDTH, d = d0 + e % WIDTH;
-    dst[i * pitch + e % WIDTH] = i < n && d < d_end ? to_float(src(t0 + i, d)) : 0.f;
+// Rows [row0, row0 + dst.rows) of every plane of src (src_rows rows a plane) into dst; rows past
+// src_rows as zeros. 16-byte copies: pitches and operand bases are multiples of 4 words.
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ void copy_rows(const Operand<T, TERMS, KD>& dst, const Operand<T, TERMS, KD>& src, int row0,
+                                          int src_rows) {
+  constexpr int quads = Operand<T, TERMS, KD>::kPitch / 4;
+  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += kThreads) {
+    const int plane = e / (dst.rows * quads), r = e / quads % dst.rows, w = e % quads * 4;
+    *reinterpret_cast<float4*>(&dst.at(plane, r, w)) =
+        row0 + r < src_rows ? *reinterpret_cast<const float4*>(&src.at(plane, row0 + r, w)) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
+}
+
+__device__ __forceinline__ void copy_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_async() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// `words` (a multiple of 4) from global to shared memory by cp.async.
+__device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {
+  for (int e = threadIdx.x; e < words / 4; e += kThreads) copy_async16(dst + 4 * e, src + 4 * e);
 }
 
 // The chunk of a head's record slot: batch entry b, first token t0, length n. False for a varlen slot
@@ -342,27 +449,44 @@ __device__ __forceinline__ bool chunk_of_slot(const Params<T>& p, std::int64_t s
   return true;
 }
 
-// Shared-memory floats of chunk_prepare: G' (fp64) and the reset index take 3·64 floats, then
-// k, q [64][KP+4], Γ and A/T [64][68], β, γ, g and Γ_{n−1,·} [64].
-template <int KP>
-constexpr int prepare_smem_floats() {
-  return 3 * kChunk + 2 * kChunk * (KP + 4) + 2 * kChunk * (kChunk + 4) + 4 * kChunk;
-}
+// ---- chunk_prepare ---------------------------------------------------------------------------------
+// Shared memory (words): G' (fp64) and the reset index [64]; β, γ, g, Γ_{n−1,·} [64]; K [64 rows][KP]
+// and Kᵀ [KP rows][64] (input terms); A, then T Diag(β), fp32 [64][68]; and a region holding Q [64][KP]
+// (input terms) and Γ fp32 [64][68] while A and P are formed, then T Diag(β) (Diag(γ)) [64][64]
+// (kStateTerms) and a Vᵀ tile [kPrepTileV rows][64] (input terms).
+template <class T, int KP>
+struct PrepareLayout {
+  static constexpr int kIn = kInputTerms<T>;
+  static constexpr int kSquare = kChunk * (kChunk + 4);
+  static constexpr int kK = operand_words<T, kIn>(kChunk, KP);
+  static constexpr int kKt = operand_words<T, kIn>(KP, kChunk);
+  static constexpr int kT = operand_words<T, kStateTerms>(kChunk, kChunk);
+  static constexpr int kVt = operand_words<T, kIn>(kPrepTileV, kChunk);
+  static constexpr int kRegion = kK + kSquare > kT + kVt ? kK + kSquare : kT + kVt;
+  static constexpr int kWords = 3 * kChunk + 4 * kChunk + kK + kKt + kSquare + kRegion;
+};
 
 template <class T, int KP, Step STEP>
 __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(const Params<T> p) {
-  constexpr int kp = KP + 4, cp = kChunk + 4;
+  using L = PrepareLayout<T, KP>;
+  constexpr int in = L::kIn, cp = kChunk + 4;
   extern __shared__ float4 smem_vec[];
   double* const log_decay = reinterpret_cast<double*>(smem_vec);     // G'_i: Σ g_r since the last −∞
   int* const reset = reinterpret_cast<int*>(log_decay + kChunk);     // last r ≤ i with g_r = −∞ (−1: none)
-  float* const k_s = reinterpret_cast<float*>(reset + kChunk);       // [64][kp]
-  float* const q_s = k_s + kChunk * kp;                              // [64][kp]; later V tiles [64][cp]
-  float* const ratio_s = q_s + kChunk * kp;                          // Γ [64][cp], zero above the diagonal
-  float* const t_s = ratio_s + kChunk * cp;                          // A, then T Diag(β) [64][cp]
-  float* const beta_s = t_s + kChunk * cp;                           // β (0 past n)
+  float* const beta_s = reinterpret_cast<float*>(reset + kChunk);    // β (0 past n)
   float* const gamma_s = beta_s + kChunk;                            // γ (0 past n)
   float* const gate_s = gamma_s + kChunk;                            // g (0 past n)
   float* const to_end_s = gate_s + kChunk;                           // Γ_{n−1,·} (0 past n)
+  float* const k_words = to_end_s + kChunk;
+  float* const kt_words = k_words + L::kK;
+  float* const t_s = kt_words + L::kKt;                              // A, then T Diag(β) [64][cp]
+  float* const region = t_s + L::kSquare;
+  const auto k_op = operand_at<T, in, KP>(k_words, kChunk);
+  const auto kt_op = operand_at<T, in, kChunk>(kt_words, KP);
+  const auto q_op = operand_at<T, in, KP>(region, kChunk);
+  float* const ratio_s = region + L::kK;                             // Γ [64][cp], zero above the diagonal
+  const auto t_op = operand_at<T, kStateTerms, kChunk>(region, kChunk);
+  const auto vt_op = operand_at<T, in, kChunk>(region + L::kT, kPrepTileV);
 
   const std::int64_t slot = blockIdx.x % p.slots;
   const int h = static_cast<int>(blockIdx.x / p.slots);
@@ -372,10 +496,11 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   const int K = p.K, V = p.V;
   const TokenRows<const T> q = rows_of(p.q, b, h), k = rows_of(p.k, b, h), v = rows_of(p.v, b, h);
   const TokenRows<const T> gate = rows_of(p.gate, b, h), step = rows_of(p.step, b, h);
-  float* const record = record_of(p, h, slot, Record<KP>::floats(V));
+  float* const record = record_of<T, KP>(p, h, slot);
+  using R = Record<T, KP>;
 
-  stage_rows<T, KP>(k_s, kp, k, t0, n, 0, K);
-  stage_rows<T, KP>(q_s, kp, q, t0, n, 0, K);
+  fill(k_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(k(t0 + i, d)) : 0.f; });
+  fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
   if (const int i = threadIdx.x; i < kChunk) gate_s[i] = i < n ? to_float(gate(t0 + i)) : 0.f;
   __syncthreads();
 
@@ -385,7 +510,8 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
     float beta = 0.f;
     if (i < n) {
       beta = to_float(step(t0 + i));
-      if constexpr (STEP == Step::kaczmarz) beta = beta / (key_norm_squared<KP>(k_s + i * kp) + p.eps);
+      if constexpr (STEP == Step::kaczmarz)
+        beta = beta / (key_norm_squared<KP>([&](int d) { return element(k_op, i, d); }) + p.eps);
     }
     beta_s[i] = beta;
   } else if (threadIdx.x == kChunk) {
@@ -417,34 +543,31 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
     const int i = threadIdx.x;
     const float gamma = i < n && reset[i] < 0 ? exp_rounded_once(static_cast<float>(log_decay[i])) : 0.f;
     gamma_s[i] = gamma;
-    Record<KP>::gamma(record, V)[i] = gamma;
+    R::gamma(record, V)[i] = gamma;
     to_end_s[i] = ratio(n - 1, i);
   }
   __syncthreads();
 
-  // K̃ = Diag(Γ_{n−1,·}) K, all KP columns (zero past K and n).
-  {
-    float* const kd_out = Record<KP>::decayed_key(record);
-    for (int e = threadIdx.x; e < kChunk * KP; e += kThreads) kd_out[e] = to_end_s[e / KP] * k_s[e / KP * kp + e % KP];
-  }
+  // Kᵀ (W's B operand) here, K̃ᵀ = (Diag(Γ_{n−1,·}) K)ᵀ (the state update's A operand) to the record.
+  fill(kt_op, KP, [&](int d, int j) { return element(k_op, j, d); });
+  fill(operand_at<T, kStateTerms, kChunk>(R::kt(record), KP), KP,
+       [&](int d, int j) { return to_end_s[j] * element(k_op, j, d); });
 
   // A = StrictLower(Diag(β) K K^T ⊙ Γ) into t_s; P = (Q K^T) ⊙ Γ (lower, diagonal included) to the record.
-  constexpr int in = kInputTerms<T>;
   {
-    const auto k_row = [&](int i, int d) { return k_s[i * kp + d]; };
-    const auto q_row = [&](int i, int d) { return q_s[i * kp + d]; };
-    const auto k_col = [&](int d, int j) { return k_s[j * kp + d]; };
-    float* const p_out = Record<KP>::p(record, V);
+    const auto p_out = operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk);
     for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
       float acc[2][4];
       zero(acc);
-      warp_product<T, in, in, KP>(acc, k_row, k_col, m0, n0);
+      warp_product<T, KP>(acc, k_op, k_op, m0, n0);
       for_each_element(acc, m0, n0, [&](int i, int j, float x) {
         t_s[i * cp + j] = j < i ? beta_s[i] * x * ratio_s[i * cp + j] : 0.f;
       });
       zero(acc);
-      warp_product<T, in, in, KP>(acc, q_row, k_col, m0, n0);
-      for_each_element(acc, m0, n0, [&](int i, int j, float x) { p_out[i * kChunk + j] = x * ratio_s[i * cp + j]; });
+      warp_product<T, KP>(acc, q_op, k_op, m0, n0);
+      for_each_pair(acc, m0, n0, [&](int i, int j, float x0, float x1) {
+        store_pair(p_out, i, j, x0 * ratio_s[i * cp + j], x1 * ratio_s[i * cp + j + 1]);
+      });
     });
   }
   __syncthreads();
@@ -473,73 +596,72 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   }
   __syncthreads();
 
-  // W = (T Diag(β) Diag(γ)) K: all KP columns (zero past K).
+  // W = (T Diag(β) Diag(γ)) K: all KP columns (zero past K), to the record.
+  fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j] * gamma_s[j]; });
+  __syncthreads();
   {
-    float* const w_out = Record<KP>::w(record);
-    const auto decayed_t = [&](int i, int j) { return t_s[i * cp + j] * gamma_s[j]; };
-    const auto k_row = [&](int j, int d) { return k_s[j * kp + d]; };
+    const auto w_out = operand_at<T, kStateTerms, KP>(R::w(record), kChunk);
     for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
       float acc[2][4];
       zero(acc);
-      warp_product<T, kStateTerms, in, kChunk>(acc, decayed_t, k_row, m0, n0);
-      for_each_element(acc, m0, n0, [&](int i, int d, float y) { w_out[i * KP + d] = y; });
+      warp_product<T, kChunk>(acc, t_op, kt_op, m0, n0);
+      for_each_pair(acc, m0, n0, [&](int i, int d, float x0, float x1) { store_pair(w_out, i, d, x0, x1); });
     });
   }
-  // U = T Diag(β) V, kPrepTileV columns at a time through q_s.
-  const auto t_row = [&](int i, int j) { return t_s[i * cp + j]; };
-  float* const u_out = Record<KP>::u(record);
+  __syncthreads();
+  // U = T Diag(β) V, kPrepTileV columns at a time (Vᵀ tiles: token pairs of one column, read across columns).
+  fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j]; });
+  float* const u_out = R::u(record);
   for (int v0 = 0; v0 < V; v0 += kPrepTileV) {
-    __syncthreads();  // q_s is free (P, or the previous tile, is done)
-    stage_rows<T, kPrepTileV>(q_s, cp, v, t0, n, v0, V);
+    for (int e = threadIdx.x; e < kPrepTileV * kChunk / 2; e += kThreads) {
+      const int c = e % kPrepTileV, j = e / kPrepTileV * 2, col = v0 + c;
+      store_pair(vt_op, c, j, j < n && col < V ? to_float(v(t0 + j, col)) : 0.f,
+                 j + 1 < n && col < V ? to_float(v(t0 + j + 1, col)) : 0.f);
+    }
     __syncthreads();
-    const auto v_row = [&](int j, int col) { return q_s[j * cp + col]; };
     for_each_strip<kChunk, kPrepTileV, 2>([&](int m0, int n0) {
       float acc[2][4];
       zero(acc);
-      warp_product<T, kStateTerms, in, kChunk>(acc, t_row, v_row, m0, n0);
+      warp_product<T, kChunk>(acc, t_op, vt_op, m0, n0);
       for_each_element(acc, m0, n0, [&](int i, int col, float y) {
         if (v0 + col < V) u_out[std::int64_t{i} * V + v0 + col] = y;
       });
     });
+    __syncthreads();  // the Vᵀ tile is read no more
   }
 }
 
 // ---- state_pass ------------------------------------------------------------------------------------
-__device__ __forceinline__ void copy_async16(float* dst, const float* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait_async() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Stages of state_pass's operand buffers: chunk c + 1 is staged while chunk c is computed where two fit.
-template <int KP>
-constexpr int kPassStages = KP <= 128 ? 2 : 1;
-
-// A stage: W, K̃ [64][KP+4], U [64][kTileV+4], γ [64].
-template <int KP>
-constexpr int kPassStageFloats = 2 * kChunk * (KP + 4) + kChunk * (kTileV + 4) + kChunk;
-
-// Shared-memory floats of state_pass: the stages, then S_c [KP][kTileV+4] (157 KB at KP = 128 and at 256).
-template <int KP>
-constexpr int state_pass_smem_floats() {
-  return kPassStages<KP> * kPassStageFloats<KP> + KP * (kTileV + 4);
-}
+// Shared memory (words): W [64 rows][KP] and K̃ᵀ [KP rows][64] (kStateTerms planes, as in the record;
+// one buffer for both when KP > 128, loaded in turn), U then V_new fp32 [64][kTileV+4], S_c fp32
+// [KP][kTileV+4], S_c as W S's B operand [kTileV rows][KP] and V_new as the update's B operand
+// [kTileV rows][64] (kStateTerms planes), γ [64]. 143 KB at KP = 128 (bf16), 167 KB at KP = 256.
+template <class T, int KP>
+struct PassLayout {
+  static constexpr bool kShared = KP > 128;
+  static constexpr int kW = Record<T, KP>::kW, kKt = Record<T, KP>::kKt;
+  static constexpr int kBuffers = kShared ? (kW > kKt ? kW : kKt) : kW + kKt;
+  static constexpr int kU = kChunk * (kTileV + 4), kS = KP * (kTileV + 4);
+  static constexpr int kSop = operand_words<T, kStateTerms>(kTileV, KP);
+  static constexpr int kVop = operand_words<T, kStateTerms>(kTileV, kChunk);
+  static constexpr int kWords = kBuffers + kU + kS + kSop + kVop + kChunk;
+};
 
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
-  constexpr int kp = KP + 4, sp = kTileV + 4;
+  using L = PassLayout<T, KP>;
+  using R = Record<T, KP>;
+  constexpr int sp = kTileV + 4;
   extern __shared__ float4 smem_vec[];
-  float* const smem = reinterpret_cast<float*>(smem_vec);
-  float* const s_s = smem + kPassStages<KP> * kPassStageFloats<KP>;  // S_c [KP][sp], this block's columns
-  const auto w_of = [&](int buf) { return smem + buf * kPassStageFloats<KP>; };
-  const auto kd_of = [&](int buf) { return w_of(buf) + kChunk * kp; };
-  const auto u_of = [&](int buf) { return kd_of(buf) + kChunk * kp; };
-  const auto gamma_of = [&](int buf) { return u_of(buf) + kChunk * sp; };
+  float* const w_words = reinterpret_cast<float*>(smem_vec);
+  float* const kt_words = L::kShared ? w_words : w_words + L::kW;
+  float* const u_s = w_words + L::kBuffers;  // U, then V_new [64][sp], this block's columns
+  float* const s_s = u_s + L::kU;             // S_c [KP][sp]
+  float* const gamma_s = s_s + L::kS + L::kSop + L::kVop;
+  const auto w_op = operand_at<T, kStateTerms, KP>(w_words, kChunk);
+  const auto kt_op = operand_at<T, kStateTerms, kChunk>(kt_words, KP);
+  const auto s_op = operand_at<T, kStateTerms, KP>(s_s + L::kS, kTileV);
+  const auto vn_op = operand_at<T, kStateTerms, kChunk>(s_s + L::kS + L::kSop, kTileV);
 
   const std::int64_t block = blockIdx.x;
   const int tile = static_cast<int>(block % p.v_tiles);
@@ -560,7 +682,6 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
       }
     return;
   }
-  const std::int64_t record_floats = Record<KP>::floats(V);
 
   for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
     const int r = e / kTileV, col = col0 + e % kTileV;
@@ -569,20 +690,12 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
                                    : 0.f;
   }
 
-  // Chunk c's W, K̃, U columns and γ into stage buffer `buf` by cp.async (U by plain loads when V is not a
-  // multiple of 4: its rows are then not 16-byte aligned).
-  const auto stage = [&](std::int64_t c, int buf) {
-    float* const record = record_of(p, h, first_slot + c, record_floats);
-    const float* const w_in = Record<KP>::w(record);
-    const float* const kd_in = Record<KP>::decayed_key(record);
-    for (int e = threadIdx.x; e < kChunk * KP / 4; e += kThreads) {
-      const int i = e / (KP / 4), d = e % (KP / 4) * 4;
-      copy_async16(w_of(buf) + i * kp + d, w_in + i * KP + d);
-      copy_async16(kd_of(buf) + i * kp + d, kd_in + i * KP + d);
-    }
-    const float* const u_in = Record<KP>::u(record);
-    float* const u_s = u_of(buf);
-    if (V % 4 == 0) {
+  // Chunk c's W, this block's U columns and γ (one cp.async group), and its K̃ᵀ (another).
+  const auto stage_w = [&](std::int64_t c) {
+    float* const record = record_of<T, KP>(p, h, first_slot + c);
+    copy_words_async(w_words, R::w(record), L::kW);
+    const float* const u_in = R::u(record);
+    if (V % 4 == 0) {  // rows of U 16-byte aligned
       for (int e = threadIdx.x; e < kChunk * kTileV / 4; e += kThreads) {
         const int i = e / (kTileV / 4), c4 = e % (kTileV / 4) * 4;
         if (col0 + c4 < V)
@@ -596,62 +709,83 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
         u_s[i * sp + e % kTileV] = col < V ? u_in[std::int64_t{i} * V + col] : 0.f;
       }
     }
-    if (threadIdx.x < kChunk / 4) copy_async16(gamma_of(buf) + 4 * threadIdx.x, Record<KP>::gamma(record, V) + 4 * threadIdx.x);
+    copy_words_async(gamma_s, R::gamma(record, V), kChunk);
+    commit_async();
+  };
+  const auto stage_kt = [&](std::int64_t c) {
+    copy_words_async(kt_words, R::kt(record_of<T, KP>(p, h, first_slot + c)), L::kKt);
+    commit_async();
   };
 
-  const auto s_at = [&](int r, int col) { return s_s[r * sp + col]; };
-  if constexpr (kPassStages<KP> == 2) {
-    if (chunks > 0) stage(0, 0);
-    commit_async();
+  if (chunks > 0) {
+    stage_w(0);
+    if constexpr (!L::kShared) stage_kt(0);
   }
   for (std::int64_t c = 0; c < chunks; ++c) {
-    const int buf = kPassStages<KP> == 2 ? static_cast<int>(c & 1) : 0;
     const int n = static_cast<int>(eos - (bos + c * kChunk) < kChunk ? eos - (bos + c * kChunk) : kChunk);
-    float* const record = record_of(p, h, first_slot + c, record_floats);
-    __syncthreads();  // the buffer about to be refilled (chunk c − 1's) is read no more
-    if constexpr (kPassStages<KP> == 2) {
-      if (c + 1 < chunks) stage(c + 1, buf ^ 1);
-      commit_async();
-      wait_async<1>();  // chunk c's group is complete
-    } else {
-      stage(c, 0);
-      commit_async();
+    float* const record = record_of<T, KP>(p, h, first_slot + c);
+    if constexpr (L::kShared)
       wait_async<0>();
-    }
-    __syncthreads();  // chunk c's operands are visible to the block
-    const float* const w_s = w_of(buf);
-    const float* const kd_s = kd_of(buf);
-    float* const u_s = u_of(buf);
+    else
+      wait_async<1>();  // W, U and γ of chunk c (its K̃ᵀ may still be in flight)
+    __syncthreads();
+    const float decay_last = gamma_s[n - 1];
 
-    // S_c to the states workspace (chunk_output's), rows < K.
-    float* const s_out = state_of<T, KP>(p, h, first_slot + c);
-    for (int e = threadIdx.x; e < K * kTileV; e += kThreads) {
-      const int r = e / kTileV, col = col0 + e % kTileV;
-      if (col < V) s_out[std::int64_t{r} * V + col] = s_s[r * sp + e % kTileV];
+    // S_c as W S's B operand, and (its first kOutputTerms planes) to the states workspace for chunk_output.
+    {
+      const auto s_out = operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, first_slot + c), V);
+      for (int e = threadIdx.x; e < kTileV * (KP / 2); e += kThreads) {
+        const int col = e / (KP / 2), d = e % (KP / 2) * 2;
+        const float x0 = s_s[d * sp + col], x1 = s_s[(d + 1) * sp + col];
+        store_pair(s_op, col, d, x0, x1);
+        if (col0 + col < V) store_pair(s_out, col0 + col, d, x0, x1);
+      }
     }
-    // V_new = U − W S_c, in place of U, in shared memory and in the record.
-    float* const vn_out = Record<KP>::u(record);
-    for_each_strip<kChunk, kTileV, kRowStripTiles>([&](int m0, int n0) {
-      float acc[kRowStripTiles][4];
+    __syncthreads();
+    // V_new = U − W S_c, in place of U.
+    for_each_strip<kChunk, kTileV, 1>([&](int m0, int n0) {
+      float acc[1][4];
       zero(acc);
-      warp_product<T, kStateTerms, kStateTerms, KP>(acc, [&](int i, int d) { return w_s[i * kp + d]; }, s_at, m0, n0);
-      for_each_element(acc, m0, n0, [&](int i, int col, float y) {
-        const float vn = u_s[i * sp + col] - y;
-        u_s[i * sp + col] = vn;
-        if (col0 + col < V) vn_out[std::int64_t{i} * V + col0 + col] = vn;
-      });
+      warp_product<T, KP>(acc, w_op, s_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int i, int col, float y) { u_s[i * sp + col] -= y; });
     });
-    __syncthreads();  // every read of S_c and write of V_new is done
-
-    // S_{c+1} = γ_{n−1} S_c + K̃^T V_new.
-    const float decay_last = gamma_of(buf)[n - 1];
-    for_each_strip<KP, kTileV, kStateStripTiles>([&](int m0, int n0) {
-      float acc[kStateStripTiles][4];
+    __syncthreads();
+    // V_new as the update's B operand, and (kOutputTerms planes) to the record for chunk_output.
+    {
+      const auto vn_out = operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V);
+      for (int e = threadIdx.x; e < kTileV * (kChunk / 2); e += kThreads) {
+        const int col = e / (kChunk / 2), i = e % (kChunk / 2) * 2;
+        const float x0 = u_s[i * sp + col], x1 = u_s[(i + 1) * sp + col];
+        store_pair(vn_op, col, i, x0, x1);
+        if (col0 + col < V) store_pair(vn_out, col0 + col, i, x0, x1);
+      }
+    }
+    __syncthreads();  // W, U and γ are read no more
+    if constexpr (L::kShared) {
+      stage_kt(c);
+      wait_async<0>();
+    } else {
+      if (c + 1 < chunks) stage_w(c + 1);
+      else commit_async();  // an empty group keeps the count
+      wait_async<1>();      // K̃ᵀ of chunk c
+    }
+    __syncthreads();
+    // S_{c+1} = γ_{n−1} S_c + K̃ᵀ V_new.
+    for_each_strip<KP, kTileV, 2>([&](int m0, int n0) {
+      float acc[2][4];
       zero(acc);
-      warp_product<T, kStateTerms, kStateTerms, kChunk>(acc, [&](int r, int i) { return kd_s[i * kp + r]; },
-                                                       [&](int i, int col) { return u_s[i * sp + col]; }, m0, n0);
+      warp_product<T, kChunk>(acc, kt_op, vn_op, m0, n0);
       for_each_element(acc, m0, n0, [&](int r, int col, float y) { s_s[r * sp + col] = decay_last * s_s[r * sp + col] + y; });
     });
+    __syncthreads();  // K̃ᵀ is read no more
+    if (c + 1 < chunks) {
+      if constexpr (L::kShared)
+        stage_w(c + 1);
+      else
+        stage_kt(c + 1);
+    } else if constexpr (!L::kShared) {
+      commit_async();
+    }
   }
   __syncthreads();
 
@@ -663,23 +797,29 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
 }
 
 // ---- chunk_output ----------------------------------------------------------------------------------
-// Shared-memory floats of chunk_output: Q [64][KP+4], S_c [KP][kOutTileV+4], P [64][68],
-// V_new [64][kOutTileV+4], γ [64] (103 KB at KP = 128, 171 KB at 256).
-template <int KP>
-constexpr int output_smem_floats() {
-  return kChunk * (KP + 4) + KP * (kOutTileV + 4) + kChunk * (kChunk + 4) + kChunk * (kOutTileV + 4) + kChunk;
-}
+// Shared memory (words): Q [64 rows][KP] (input terms), S_c [kOutTileV rows][KP], P [64 rows][64],
+// V_new [kOutTileV rows][64] (kOutputTerms planes), γ [64]: 88 KB at KP = 128 (bf16).
+template <class T, int KP>
+struct OutputLayout {
+  static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, KP);
+  static constexpr int kS = operand_words<T, kOutputTerms>(kOutTileV, KP);
+  static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
+  static constexpr int kVn = operand_words<T, kOutputTerms>(kOutTileV, kChunk);
+  static constexpr int kWords = kQ + kS + kP + kVn + kChunk;
+};
 
 // o = scale [Diag(γ) Q S_c + P V_new] for the rows < n of one chunk, columns [v0, v0 + kOutTileV).
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_output(const Params<T> p) {
-  constexpr int kp = KP + 4, op = kOutTileV + 4, cp = kChunk + 4;
+  using L = OutputLayout<T, KP>;
+  using R = Record<T, KP>;
   extern __shared__ float4 smem_vec[];
-  float* const q_s = reinterpret_cast<float*>(smem_vec);  // [64][kp]
-  float* const s_s = q_s + kChunk * kp;                   // [KP][op]
-  float* const p_s = s_s + KP * op;                       // [64][cp]
-  float* const vn_s = p_s + kChunk * cp;                  // [64][op]
-  float* const gamma_s = vn_s + kChunk * op;              // [64]
+  float* const q_words = reinterpret_cast<float*>(smem_vec);
+  const auto q_op = operand_at<T, kInputTerms<T>, KP>(q_words, kChunk);
+  const auto s_op = operand_at<T, kOutputTerms, KP>(q_words + L::kQ, kOutTileV);
+  const auto p_op = operand_at<T, kOutputTerms, kChunk>(q_words + L::kQ + L::kS, kChunk);
+  const auto vn_op = operand_at<T, kOutputTerms, kChunk>(q_words + L::kQ + L::kS + L::kP, kOutTileV);
+  float* const gamma_s = q_words + L::kQ + L::kS + L::kP + L::kVn;
 
   const int tile = static_cast<int>(blockIdx.x % p.out_tiles);
   const std::int64_t slot = blockIdx.x / p.out_tiles % p.slots;
@@ -688,39 +828,27 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_output(cons
   int n;
   if (!chunk_of_slot(p, slot, b, t0, n)) return;
   const int K = p.K, V = p.V, v0 = tile * kOutTileV;
-  float* const record = record_of(p, h, slot, Record<KP>::floats(V));
-  const float* const s_in = state_of<T, KP>(p, h, slot);
-  const float* const vn_in = Record<KP>::u(record);
-  const float* const p_in = Record<KP>::p(record, V);
+  float* const record = record_of<T, KP>(p, h, slot);
 
-  stage_rows<T, KP>(q_s, kp, rows_of(p.q, b, h), t0, n, 0, K);
-  for (int e = threadIdx.x; e < KP * kOutTileV; e += kThreads) {
-    const int r = e / kOutTileV, col = v0 + e % kOutTileV;
-    s_s[r * op + e % kOutTileV] = r < K && col < V ? s_in[std::int64_t{r} * V + col] : 0.f;
-  }
-  for (int e = threadIdx.x; e < kChunk * kOutTileV; e += kThreads) {
-    const int i = e / kOutTileV, col = v0 + e % kOutTileV;
-    vn_s[i * op + e % kOutTileV] = col < V ? vn_in[std::int64_t{i} * V + col] : 0.f;
-  }
-  for (int e = threadIdx.x; e < kChunk * kChunk / 4; e += kThreads)
-    *reinterpret_cast<float4*>(p_s + e / (kChunk / 4) * cp + e % (kChunk / 4) * 4) =
-        reinterpret_cast<const float4*>(p_in)[e];
-  if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = Record<KP>::gamma(record, V)[threadIdx.x];
+  const TokenRows<const T> q = rows_of(p.q, b, h);
+  fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
+  copy_rows(s_op, operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, slot), V), v0, V);
+  copy_rows(p_op, operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk), 0, kChunk);
+  copy_rows(vn_op, operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V), v0, V);
+  if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = R::gamma(record, V)[threadIdx.x];
   __syncthreads();
 
   const TokenRows<T> o = rows_of(p.o, b, h);
   for_each_strip<kChunk, kOutTileV, 2>([&](int m0, int n0) {
     float acc[2][4];
     zero(acc);
-    warp_product<T, kInputTerms<T>, kOutputTerms, KP>(acc, [&](int i, int d) { return q_s[i * kp + d]; },
-                                                      [&](int r, int col) { return s_s[r * op + col]; }, m0, n0);
+    warp_product<T, KP>(acc, q_op, s_op, m0, n0);
     const int g = threadIdx.x % 32 / 4;
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[j][r] *= gamma_s[m0 + g + 8 * (r / 2)];
-    warp_product<T, kOutputTerms, kOutputTerms, kChunk>(acc, [&](int i, int j) { return p_s[i * cp + j]; },
-                                                        [&](int j, int col) { return vn_s[j * op + col]; }, m0, n0);
+    warp_product<T, kChunk>(acc, p_op, vn_op, m0, n0);
     for_each_element(acc, m0, n0, [&](int i, int col, float y) {
       if (i < n && v0 + col < V) o(t0 + i, v0 + col) = from_float<T>(p.scale * y);
     });
