@@ -247,55 +247,70 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Tensor cores: the term pairs (i, j) with i + j ≤ 2 (the rest is below 2^-24 relative), smallest
-// first, into a zeroed accumulator that is then added to acc in fp32 (round to nearest) once per 16
-// reduction indices: the tensor cores' own accumulation truncates, and kept to one 16-term block its
-// error stays that of one rounding. FMA: k in order.
+// Tensor cores: the term pairs (i, j) with i + j ≤ 2 (the rest is below 2^-24 relative), per 16
+// reduction indices into two zeroed fragments — hi·hi alone, the corrections smallest first — added
+// to acc in fp32 (round to nearest): the tensor cores' own accumulation truncates, so a sum kept to one
+// block of exact hi·hi products (a single product: exact) and corrections 2^-8 smaller errs like one
+// rounding. FMA: k in order. Fragment addresses are formed once; the unrolled blocks load at fixed offsets.
 template <class T, int KD, int NT, int TA, int TB>
 __device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<T, TA, KD>& A,
                                              const Operand<T, TB, KD>& B, int m0, int n0) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int r0 = m0 + g, r1 = r0 + 8;
+  constexpr int pitch = Operand<T, TA, KD>::kPitch;
   if constexpr (kMma<T>) {
-#pragma unroll 2
-    for (int k0 = 0; k0 < KD; k0 += 16) {
-      const int w0 = k0 / 2 + t, w1 = w0 + 4;
+    const std::uint32_t* a = &A.at(0, m0 + g, t);
+    const int a_plane = A.rows * pitch, b_plane = B.rows * pitch;
+    const std::uint32_t* b[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + g, t);
+#pragma unroll
+    for (int w = 0; w < KD / 2; w += 8) {
       std::uint32_t fa[TA][4];
 #pragma unroll
       for (int n = 0; n < TA; ++n) {
-        fa[n][0] = A.at(n, r0, w0);
-        fa[n][1] = A.at(n, r1, w0);
-        fa[n][2] = A.at(n, r0, w1);
-        fa[n][3] = A.at(n, r1, w1);
+        const std::uint32_t* an = a + n * a_plane + w;
+        fa[n][0] = an[0];
+        fa[n][1] = an[8 * pitch];
+        fa[n][2] = an[4];
+        fa[n][3] = an[8 * pitch + 4];
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const int col = n0 + 8 * j + g;
         std::uint32_t fb[TB][2];
 #pragma unroll
-        for (int n = 0; n < TB; ++n) fb[n][0] = B.at(n, col, w0), fb[n][1] = B.at(n, col, w1);
-        float part[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int n = 0; n < TB; ++n) fb[n][0] = b[j][n * b_plane + w], fb[n][1] = b[j][n * b_plane + w + 4];
+        float hi[4] = {0.f, 0.f, 0.f, 0.f};
+        mma_bf16(hi, fa[0], fb[0][0], fb[0][1]);
+        if constexpr (TA > 1 || TB > 1) {
+          float lo[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int order = 2; order >= 0; --order)
+          for (int order = 2; order >= 1; --order)
 #pragma unroll
-          for (int ta = 0; ta < TA; ++ta)
-            if (const int tb = order - ta; tb >= 0 && tb < TB) mma_bf16(part, fa[ta], fb[tb][0], fb[tb][1]);
+            for (int ta = 0; ta < TA; ++ta)
+              if (const int tb = order - ta; tb >= 0 && tb < TB) mma_bf16(lo, fa[ta], fb[tb][0], fb[tb][1]);
 #pragma unroll
-        for (int r = 0; r < 4; ++r) acc[j][r] += part[r];
+          for (int r = 0; r < 4; ++r) acc[j][r] += hi[r] + lo[r];
+        } else {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) acc[j][r] += hi[r];
+        }
       }
     }
   } else {
+    const float* a0 = &A.at(0, m0 + g, 0);
+    const float* b[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + 2 * t, 0);
 #pragma unroll 4
     for (int k = 0; k < KD; ++k) {
-      const float a0 = A.at(0, r0, k), a1 = A.at(0, r1, k);
+      const float x0 = a0[k], x1 = a0[8 * pitch + k];
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const int col = n0 + 8 * j + 2 * t;
-        const float b0 = B.at(0, col, k), b1 = B.at(0, col + 1, k);
-        acc[j][0] = fmaf(a0, b0, acc[j][0]);
-        acc[j][1] = fmaf(a0, b1, acc[j][1]);
-        acc[j][2] = fmaf(a1, b0, acc[j][2]);
-        acc[j][3] = fmaf(a1, b1, acc[j][3]);
+        const float y0 = b[j][k], y1 = b[j][pitch + k];
+        acc[j][0] = fmaf(x0, y0, acc[j][0]);
+        acc[j][1] = fmaf(x0, y1, acc[j][1]);
+        acc[j][2] = fmaf(x1, y0, acc[j][2]);
+        acc[j][3] = fmaf(x1, y1, acc[j][3]);
       }
     }
   }
@@ -583,7 +598,13 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
     for (int i = 0; i < kChunk; ++i) {
       float s[4] = {i == col ? 1.f : 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int j = 0; j < i; ++j) s[j % 4] = fmaf(-t_s[i * cp + j], x[j], s[j % 4]);
+      for (int j = 0; j < i; j += 4) {  // A's row i four entries a load (rows are 16-byte aligned)
+        const float4 a = *reinterpret_cast<const float4*>(t_s + i * cp + j);
+        s[0] = fmaf(-a.x, x[j], s[0]);
+        if (j + 1 < i) s[1] = fmaf(-a.y, x[j + 1], s[1]);
+        if (j + 2 < i) s[2] = fmaf(-a.z, x[j + 2], s[2]);
+        if (j + 3 < i) s[3] = fmaf(-a.w, x[j + 3], s[3]);
+      }
       x[i] = (s[0] + s[1]) + (s[2] + s[3]);
     }
   }
