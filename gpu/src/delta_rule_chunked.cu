@@ -90,7 +90,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     chunk_map<<<1, kMapThreads, 0, stream>>>(m);
   }
   if (records > 0) prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
-  pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), kPassThreads, pass_smem, stream>>>(p);
+  pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), kThreads, pass_smem, stream>>>(p);
   if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
   const Status launched = launch_status(name);  // read before the free can set another error
   if (workspace != nullptr && (e = cudaFreeAsync(workspace, stream)) != cudaSuccess && launched)

@@ -54,9 +54,8 @@ using delta_rule::rows_of;
 using delta_rule::TokenRows;
 
 constexpr int kChunk = 64;
-constexpr int kThreads = 256;      // chunk_prepare and chunk_output blocks
-constexpr int kPassWarps = 16;     // state_pass blocks: every product split among 16 warps (split-K)
-constexpr int kPassThreads = 32 * kPassWarps;
+constexpr int kWarps = 8;
+constexpr int kThreads = 32 * kWarps;
 constexpr int kTileV = 16;      // value columns per state_pass block
 constexpr int kPrepTileV = 64;  // value columns per U pass of chunk_prepare
 constexpr int kOutTileV = 64;   // value columns per chunk_output block
@@ -253,21 +252,19 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
 // to acc in fp32 (round to nearest): the tensor cores' own accumulation truncates, so a sum kept to one
 // block of exact hi·hi products (a single product: exact) and corrections 2^-8 smaller errs like one
 // rounding. FMA: k in order. Fragment addresses are formed once; the unrolled blocks load at fixed offsets.
-// SPAN reduction indices from k0 (a multiple of 16).
-template <class T, int KD, int SPAN = KD, int NT, int TA, int TB>
+template <class T, int KD, int NT, int TA, int TB>
 __device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<T, TA, KD>& A,
-                                             const Operand<T, TB, KD>& B, int m0, int n0, int k0 = 0) {
-  static_assert(SPAN % 16 == 0 && SPAN <= KD);
+                                             const Operand<T, TB, KD>& B, int m0, int n0) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   constexpr int pitch = Operand<T, TA, KD>::kPitch;
   if constexpr (kMma<T>) {
-    const std::uint32_t* a = &A.at(0, m0 + g, k0 / 2 + t);
+    const std::uint32_t* a = &A.at(0, m0 + g, t);
     const int a_plane = A.rows * pitch, b_plane = B.rows * pitch;
     const std::uint32_t* b[NT];
 #pragma unroll
-    for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + g, k0 / 2 + t);
+    for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + g, t);
 #pragma unroll
-    for (int w = 0; w < SPAN / 2; w += 8) {
+    for (int w = 0; w < KD / 2; w += 8) {
       std::uint32_t fa[TA][4];
 #pragma unroll
       for (int n = 0; n < TA; ++n) {
@@ -300,12 +297,12 @@ __device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<
       }
     }
   } else {
-    const float* a0 = &A.at(0, m0 + g, k0);
+    const float* a0 = &A.at(0, m0 + g, 0);
     const float* b[NT];
 #pragma unroll
-    for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + 2 * t, k0);
+    for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + 2 * t, 0);
 #pragma unroll 4
-    for (int k = 0; k < SPAN; ++k) {
+    for (int k = 0; k < KD; ++k) {
       const float x0 = a0[k], x1 = a0[8 * pitch + k];
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
@@ -337,7 +334,7 @@ __device__ __forceinline__ void store_pair(const Operand<T, TERMS, KD>& op, int 
 // every pair of KD, split into the operand's planes; threads share the work (pairs, row-major).
 template <class T, int TERMS, int KD, class F>
 __device__ __forceinline__ void fill(const Operand<T, TERMS, KD>& op, int rows, F f) {
-  for (int e = threadIdx.x; e < rows * (KD / 2); e += blockDim.x) {
+  for (int e = threadIdx.x; e < rows * (KD / 2); e += kThreads) {
     const int r = e / (KD / 2), k = e % (KD / 2) * 2;
     store_pair(op, r, k, f(r, k), f(r, k + 1));
   }
@@ -375,7 +372,7 @@ template <int M, int N, int NT, class F>
 __device__ __forceinline__ void for_each_strip(F f) {
   static_assert(M % 16 == 0 && N % (8 * NT) == 0);
   constexpr int m_tiles = M / 16, strips = m_tiles * (N / (8 * NT));
-  for (int s = threadIdx.x / 32; s < strips; s += blockDim.x / 32) f(s % m_tiles * 16, s / m_tiles * 8 * NT);
+  for (int s = threadIdx.x / 32; s < strips; s += kWarps) f(s % m_tiles * 16, s / m_tiles * 8 * NT);
 }
 
 // e(row, col, value) for this lane's elements of a strip.
@@ -420,7 +417,7 @@ template <class T, int TERMS, int KD>
 __device__ __forceinline__ void copy_rows(const Operand<T, TERMS, KD>& dst, const Operand<T, TERMS, KD>& src, int row0,
                                           int src_rows) {
   constexpr int quads = Operand<T, TERMS, KD>::kPitch / 4;
-  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += blockDim.x) {
+  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += kThreads) {
     const int plane = e / (dst.rows * quads), r = e / quads % dst.rows, w = e % quads * 4;
     *reinterpret_cast<float4*>(&dst.at(plane, r, w)) =
         row0 + r < src_rows ? *reinterpret_cast<const float4*>(&src.at(plane, row0 + r, w)) : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -439,7 +436,7 @@ __device__ __forceinline__ void wait_async() {
 }
 // `words` (a multiple of 4) from global to shared memory by cp.async.
 __device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {
-  for (int e = threadIdx.x; e < words / 4; e += blockDim.x) copy_async16(dst + 4 * e, src + 4 * e);
+  for (int e = threadIdx.x; e < words / 4; e += kThreads) copy_async16(dst + 4 * e, src + 4 * e);
 }
 
 // The chunk of a head's record slot: batch entry b, first token t0, length n. False for a varlen slot
@@ -656,47 +653,10 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
 }
 
 // ---- state_pass ------------------------------------------------------------------------------------
-// Partial sums of split_k_product: up to 3 parts of 4 strips, or 1 of 8, of 32 lanes × 8 floats.
-constexpr int kPartialFloats = 3 * 4 * 32 * 8;
-
-// An M × N product over KD by the block's kPassWarps warps: its strips (16 × 8·NT) each split into
-// kPassWarps / strips parts of the reduction (split-K), the parts summed in order (part 0 first)
-// through `partial`; epilogue(acc, m0, n0) on the sums, in the warps of part 0. Every thread calls it.
-template <class T, int M, int N, int NT, int KD, int TA, int TB, class E>
-__device__ __forceinline__ void split_k_product(const Operand<T, TA, KD>& A, const Operand<T, TB, KD>& B,
-                                                float* partial, E epilogue) {
-  constexpr int m_tiles = M / 16, strips = m_tiles * (N / (8 * NT)), parts = kPassWarps / strips;
-  static_assert(kPassWarps % strips == 0 && KD % (16 * parts) == 0 && (parts - 1) * strips * 32 * NT * 4 <= kPartialFloats);
-  constexpr int span = KD / parts;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, strip = warp % strips, part = warp / strips;
-  const int m0 = strip % m_tiles * 16, n0 = strip / m_tiles * 8 * NT;
-  float acc[NT][4];
-  zero(acc);
-  warp_product<T, KD, span>(acc, A, B, m0, n0, part * span);
-  if (part > 0) {
-    float* const mine = partial + ((part - 1) * strips + strip) * 32 * NT * 4 + lane;
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) mine[(j * 4 + r) * 32] = acc[j][r];
-  }
-  if constexpr (parts > 1) __syncthreads();
-  if (part == 0) {
-#pragma unroll
-    for (int q = 1; q < parts; ++q)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) acc[j][r] += partial[((q - 1) * strips + strip) * 32 * NT * 4 + (j * 4 + r) * 32 + lane];
-    epilogue(acc, m0, n0);
-  }
-}
-
 // Shared memory (words): W [64 rows][KP] and K̃ᵀ [KP rows][64] (kStateTerms planes, as in the record;
 // one buffer for both when KP > 128, loaded in turn), U then V_new fp32 [64][kTileV+4], S_c fp32
 // [KP][kTileV+4], S_c as W S's B operand [kTileV rows][KP] and V_new as the update's B operand
-// [kTileV rows][64] (kStateTerms planes), γ [64], split_k_product's partial sums (12 KB). 155 KB at
-// KP = 128 (bf16), 179 KB at KP = 256.
+// [kTileV rows][64] (kStateTerms planes), γ [64]. 143 KB at KP = 128 (bf16), 167 KB at KP = 256.
 template <class T, int KP>
 struct PassLayout {
   static constexpr bool kShared = KP > 128;
@@ -705,11 +665,11 @@ struct PassLayout {
   static constexpr int kU = kChunk * (kTileV + 4), kS = KP * (kTileV + 4);
   static constexpr int kSop = operand_words<T, kStateTerms>(kTileV, KP);
   static constexpr int kVop = operand_words<T, kStateTerms>(kTileV, kChunk);
-  static constexpr int kWords = kBuffers + kU + kS + kSop + kVop + kChunk + kPartialFloats;
+  static constexpr int kWords = kBuffers + kU + kS + kSop + kVop + kChunk;
 };
 
 template <class T, int KP>
-__global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p) {
+__global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   using L = PassLayout<T, KP>;
   using R = Record<T, KP>;
   constexpr int sp = kTileV + 4;
@@ -719,7 +679,6 @@ __global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p)
   float* const u_s = w_words + L::kBuffers;  // U, then V_new [64][sp], this block's columns
   float* const s_s = u_s + L::kU;             // S_c [KP][sp]
   float* const gamma_s = s_s + L::kS + L::kSop + L::kVop;
-  float* const partial = gamma_s + kChunk;
   const auto w_op = operand_at<T, kStateTerms, KP>(w_words, kChunk);
   const auto kt_op = operand_at<T, kStateTerms, kChunk>(kt_words, KP);
   const auto s_op = operand_at<T, kStateTerms, KP>(s_s + L::kS, kTileV);
@@ -738,14 +697,14 @@ __global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p)
   // final state, nothing else written for this sequence.
   if (!valid || first_slot + chunks > p.slots) {
     if (p.final_state.data != nullptr)
-      for (int e = threadIdx.x; e < KP * kTileV; e += kPassThreads) {
+      for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
         const int r = e / kTileV, col = col0 + e % kTileV;
         if (r < K && col < V) *p.final_state.at(sequence, h, r, col) = __int_as_float(0x7fc00000);
       }
     return;
   }
 
-  for (int e = threadIdx.x; e < KP * kTileV; e += kPassThreads) {
+  for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
     const int r = e / kTileV, col = col0 + e % kTileV;
     s_s[r * sp + e % kTileV] = p.initial_state.data != nullptr && r < K && col < V
                                    ? *p.initial_state.at(sequence, h, r, col)
@@ -758,7 +717,7 @@ __global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p)
     copy_words_async(w_words, R::w(record), L::kW);
     const float* const u_in = R::u(record);
     if (V % 4 == 0) {  // rows of U 16-byte aligned
-      for (int e = threadIdx.x; e < kChunk * kTileV / 4; e += kPassThreads) {
+      for (int e = threadIdx.x; e < kChunk * kTileV / 4; e += kThreads) {
         const int i = e / (kTileV / 4), c4 = e % (kTileV / 4) * 4;
         if (col0 + c4 < V)
           copy_async16(u_s + i * sp + c4, u_in + std::int64_t{i} * V + col0 + c4);
@@ -766,7 +725,7 @@ __global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p)
           *reinterpret_cast<float4*>(u_s + i * sp + c4) = make_float4(0.f, 0.f, 0.f, 0.f);
       }
     } else {
-      for (int e = threadIdx.x; e < kChunk * kTileV; e += kPassThreads) {
+      for (int e = threadIdx.x; e < kChunk * kTileV; e += kThreads) {
         const int i = e / kTileV, col = col0 + e % kTileV;
         u_s[i * sp + e % kTileV] = col < V ? u_in[std::int64_t{i} * V + col] : 0.f;
       }
@@ -796,7 +755,7 @@ __global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p)
     // S_c as W S's B operand, and (its first kOutputTerms planes) to the states workspace for chunk_output.
     {
       const auto s_out = operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, first_slot + c), V);
-      for (int e = threadIdx.x; e < kTileV * (KP / 2); e += kPassThreads) {
+      for (int e = threadIdx.x; e < kTileV * (KP / 2); e += kThreads) {
         const int col = e / (KP / 2), d = e % (KP / 2) * 2;
         const float x0 = s_s[d * sp + col], x1 = s_s[(d + 1) * sp + col];
         store_pair(s_op, col, d, x0, x1);
@@ -805,14 +764,17 @@ __global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p)
     }
     __syncthreads();
     // V_new = U − W S_c, in place of U.
-    split_k_product<T, kChunk, kTileV, 1>(w_op, s_op, partial, [&](const float (&acc)[1][4], int m0, int n0) {
+    for_each_strip<kChunk, kTileV, 1>([&](int m0, int n0) {
+      float acc[1][4];
+      zero(acc);
+      warp_product<T, KP>(acc, w_op, s_op, m0, n0);
       for_each_element(acc, m0, n0, [&](int i, int col, float y) { u_s[i * sp + col] -= y; });
     });
     __syncthreads();
     // V_new as the update's B operand, and (kOutputTerms planes) to the record for chunk_output.
     {
       const auto vn_out = operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V);
-      for (int e = threadIdx.x; e < kTileV * (kChunk / 2); e += kPassThreads) {
+      for (int e = threadIdx.x; e < kTileV * (kChunk / 2); e += kThreads) {
         const int col = e / (kChunk / 2), i = e % (kChunk / 2) * 2;
         const float x0 = u_s[i * sp + col], x1 = u_s[(i + 1) * sp + col];
         store_pair(vn_op, col, i, x0, x1);
@@ -830,7 +792,10 @@ __global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p)
     }
     __syncthreads();
     // S_{c+1} = γ_{n−1} S_c + K̃ᵀ V_new.
-    split_k_product<T, KP, kTileV, 2>(kt_op, vn_op, partial, [&](const float (&acc)[2][4], int m0, int n0) {
+    for_each_strip<KP, kTileV, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, kChunk>(acc, kt_op, vn_op, m0, n0);
       for_each_element(acc, m0, n0, [&](int r, int col, float y) { s_s[r * sp + col] = decay_last * s_s[r * sp + col] + y; });
     });
     __syncthreads();  // K̃ᵀ is read no more
@@ -846,7 +811,7 @@ __global__ void __launch_bounds__(kPassThreads, 1) state_pass(const Params<T> p)
   __syncthreads();
 
   if (p.final_state.data != nullptr)
-    for (int e = threadIdx.x; e < KP * kTileV; e += kPassThreads) {
+    for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
       const int r = e / kTileV, col = col0 + e % kTileV;
       if (r < K && col < V) *p.final_state.at(sequence, h, r, col) = s_s[r * sp + e % kTileV];
     }
