@@ -1,0 +1,260 @@
+// Shared-memory operands and warp-level products of the chunked kernels (delta_rule_chunked.cuh,
+// log_linear_chunked.cu): every operand is split once into bf16 planes laid out for the m16n8k16
+// fragments (bf16/fp16 inputs, tensor cores) or kept in fp32 (fp32 inputs, FP32 FMA — never TF32),
+// and a product reads its fragments with one 32-bit shared load a register.
+//
+// An fp32 value enters as bf16 terms x = hi + mid + lo (each the bf16 rounding of what is left: 24
+// significant bits, all of fp32's), as hi + lo (16 bits), or, for an input, exactly: bf16 in one term,
+// fp16 (11 significant bits) in two. A product takes the term pairs (i, j) with i + j ≤ 2 (the rest
+// is below 2^-24 relative): 6 MMAs for two 3-term operands.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernel_common.cuh"
+
+namespace larc::gpu::detail::chunk_operands {
+
+// Tensor cores for bf16/fp16 inputs; FP32 FMA for fp32 inputs.
+template <class T>
+constexpr bool kMma = !std::is_same_v<T, float>;
+
+// bf16 terms of an input operand (q, k, v): bf16 is exact in one, fp16 (11 significant bits) in two.
+template <class T>
+constexpr int kInputTerms = std::is_same_v<T, __nv_bfloat16> ? 1 : 2;
+
+// An operand of warp_product, in shared or global memory: `rows` rows (an A operand's M rows, or a B
+// operand's N columns) by KD reduction indices. Tensor cores: TERMS planes of bf16 pairs, the pair
+// (2w, 2w + 1) of row r at word r·pitch + w of each plane; FMA (fp32 inputs): one plane of floats,
+// index k of row r at r·pitch + k. pitch ≡ 4 (mod 32) words, so a fragment's 32 words (rows g, words t)
+// fall in 32 distinct banks.
+template <class T>
+__host__ __device__ constexpr int pitch_for(int kd) {
+  return (kMma<T> ? kd / 2 : kd) + 4;
+}
+template <class T, int TERMS>
+constexpr int kPlanes = kMma<T> ? TERMS : 1;
+template <class T, int TERMS>
+__host__ __device__ constexpr int operand_words(int rows, int kd) {
+  return kPlanes<T, TERMS> * rows * pitch_for<T>(kd);
+}
+
+template <class T, int TERMS, int KD>
+struct Operand {
+  using Word = std::conditional_t<kMma<T>, std::uint32_t, float>;
+  static constexpr int kPitch = pitch_for<T>(KD);
+  Word* words;
+  int rows;  // plane stride = rows · kPitch
+  __device__ Word& at(int plane, int row, int w) const { return words[(plane * rows + row) * kPitch + w]; }
+};
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ Operand<T, TERMS, KD> operand_at(void* words, int rows) {
+  return {static_cast<typename Operand<T, TERMS, KD>::Word*>(words), rows};
+}
+
+
+// ---- Warp-level products in the m16n8k16 fragment layout ------------------------------------------
+// A warp computes a 16 × 8·NT strip C[m0.., n0..] += A[m0.., 0..KD) · B[0..KD, n0..] from Operands (A's
+// rows are M rows, B's rows its N columns). Lane (g = lane / 4, t = lane % 4) holds acc[j][r] at row
+// m0 + g + 8·(r / 2), column n0 + 8j + 2t + r % 2 — the mma.sync accumulator layout, used by the
+// FMA path too so that the surrounding code is the same for every dtype.
+
+__device__ __forceinline__ std::uint32_t bits_of(__nv_bfloat162 x) { return *reinterpret_cast<std::uint32_t*>(&x); }
+
+// (first, second) as N bf16 pairs, first in the low half: term n is the bf16 rounding of what terms
+// 0..n−1 left (exact in fp32), so N = 3 carries all 24 bits of an fp32 value.
+template <int N>
+__device__ __forceinline__ void split_pair(float first, float second, std::uint32_t (&terms)[N]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(first, second);
+    const float2 hf = __bfloat1622float2(h);
+    terms[n] = bits_of(h);
+    first -= hf.x;
+    second -= hf.y;
+  }
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Tensor cores: the term pairs (i, j) with i + j ≤ 2 (the rest is below 2^-24 relative), per 16
+// reduction indices into two zeroed fragments — hi·hi alone, the corrections smallest first — added
+// to acc in fp32 (round to nearest): the tensor cores' own accumulation truncates, so a sum kept to one
+// block of exact hi·hi products (a single product: exact) and corrections 2^-8 smaller errs like one
+// rounding. FMA: k in order. Fragment addresses are formed once; the unrolled blocks load at fixed offsets.
+template <class T, int KD, int NT, int TA, int TB>
+__device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<T, TA, KD>& A,
+                                             const Operand<T, TB, KD>& B, int m0, int n0) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  constexpr int pitch = Operand<T, TA, KD>::kPitch;
+  if constexpr (kMma<T>) {
+    const std::uint32_t* a = &A.at(0, m0 + g, t);
+    const int a_plane = A.rows * pitch, b_plane = B.rows * pitch;
+    const std::uint32_t* b[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + g, t);
+#pragma unroll
+    for (int w = 0; w < KD / 2; w += 8) {
+      std::uint32_t fa[TA][4];
+#pragma unroll
+      for (int n = 0; n < TA; ++n) {
+        const std::uint32_t* an = a + n * a_plane + w;
+        fa[n][0] = an[0];
+        fa[n][1] = an[8 * pitch];
+        fa[n][2] = an[4];
+        fa[n][3] = an[8 * pitch + 4];
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        std::uint32_t fb[TB][2];
+#pragma unroll
+        for (int n = 0; n < TB; ++n) fb[n][0] = b[j][n * b_plane + w], fb[n][1] = b[j][n * b_plane + w + 4];
+        float hi[4] = {0.f, 0.f, 0.f, 0.f};
+        mma_bf16(hi, fa[0], fb[0][0], fb[0][1]);
+        if constexpr (TA > 1 || TB > 1) {
+          float lo[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+          for (int order = 2; order >= 1; --order)
+#pragma unroll
+            for (int ta = 0; ta < TA; ++ta)
+              if (const int tb = order - ta; tb >= 0 && tb < TB) mma_bf16(lo, fa[ta], fb[tb][0], fb[tb][1]);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) acc[j][r] += hi[r] + lo[r];
+        } else {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) acc[j][r] += hi[r];
+        }
+      }
+    }
+  } else {
+    const float* a0 = &A.at(0, m0 + g, 0);
+    const float* b[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + 2 * t, 0);
+#pragma unroll 4
+    for (int k = 0; k < KD; ++k) {
+      const float x0 = a0[k], x1 = a0[8 * pitch + k];
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const float y0 = b[j][k], y1 = b[j][pitch + k];
+        acc[j][0] = fmaf(x0, y0, acc[j][0]);
+        acc[j][1] = fmaf(x0, y1, acc[j][1]);
+        acc[j][2] = fmaf(x1, y0, acc[j][2]);
+        acc[j][3] = fmaf(x1, y1, acc[j][3]);
+      }
+    }
+  }
+}
+
+// op's element pair (row, k), (row, k + 1), k even.
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ void store_pair(const Operand<T, TERMS, KD>& op, int row, int k, float x0, float x1) {
+  if constexpr (kMma<T>) {
+    std::uint32_t terms[TERMS];
+    split_pair(x0, x1, terms);
+#pragma unroll
+    for (int n = 0; n < TERMS; ++n) op.at(n, row, k / 2) = terms[n];
+  } else {
+    op.at(0, row, k) = x0;
+    op.at(0, row, k + 1) = x1;
+  }
+}
+
+// Writes op's element pair (row, 2w), (row, 2w + 1) = f(row, 2w), f(row, 2w + 1) for rows < rows and
+// every pair of KD, split into the operand's planes; threads share the work (pairs, row-major).
+template <class T, int TERMS, int KD, class F>
+__device__ __forceinline__ void fill(const Operand<T, TERMS, KD>& op, int rows, F f) {
+  for (int e = threadIdx.x; e < rows * (KD / 2); e += blockDim.x) {
+    const int r = e / (KD / 2), k = e % (KD / 2) * 2;
+    store_pair(op, r, k, f(r, k), f(r, k + 1));
+  }
+}
+
+// Element (row, k) of op, the sum of its terms.
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ float element(const Operand<T, TERMS, KD>& op, int row, int k) {
+  if constexpr (kMma<T>) {
+    float x = 0.f;
+#pragma unroll
+    for (int n = 0; n < TERMS; ++n) {
+      const std::uint32_t w = op.at(n, row, k / 2);
+      x += __uint_as_float(k % 2 == 0 ? w << 16 : w & 0xffff0000u);
+    }
+    return x;
+  } else {
+    return op.at(0, row, k);
+  }
+}
+
+// The accumulator's element pairs (row, col), (row, col + 1), col even: e(row, col, x0, x1).
+template <int NT, class E>
+__device__ __forceinline__ void for_each_pair(const float (&acc)[NT][4], int m0, int n0, E e) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    e(m0 + g, n0 + 8 * j + 2 * t, acc[j][0], acc[j][1]);
+    e(m0 + g + 8, n0 + 8 * j + 2 * t, acc[j][2], acc[j][3]);
+  }
+}
+
+// The 16 × 8·NT strips of an M × N output, dealt to the block's warps round-robin: f(m0, n0).
+template <int M, int N, int NT, class F>
+__device__ __forceinline__ void for_each_strip(F f) {
+  static_assert(M % 16 == 0 && N % (8 * NT) == 0);
+  constexpr int m_tiles = M / 16, strips = m_tiles * (N / (8 * NT));
+  for (int s = threadIdx.x / 32; s < strips; s += blockDim.x / 32) f(s % m_tiles * 16, s / m_tiles * 8 * NT);
+}
+
+// e(row, col, value) for this lane's elements of a strip.
+template <int NT, class E>
+__device__ __forceinline__ void for_each_element(const float (&acc)[NT][4], int m0, int n0, E e) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) e(m0 + g + 8 * (r / 2), n0 + 8 * j + 2 * t + r % 2, acc[j][r]);
+}
+
+template <int NT>
+__device__ __forceinline__ void zero(float (&acc)[NT][4]) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[j][r] = 0.f;
+}
+
+// Rows [row0, row0 + dst.rows) of every plane of src (src_rows rows a plane) into dst; rows past
+// src_rows as zeros. 16-byte copies: pitches and operand bases are multiples of 4 words.
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ void copy_rows(const Operand<T, TERMS, KD>& dst, const Operand<T, TERMS, KD>& src, int row0,
+                                          int src_rows) {
+  constexpr int quads = Operand<T, TERMS, KD>::kPitch / 4;
+  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += blockDim.x) {
+    const int plane = e / (dst.rows * quads), r = e / quads % dst.rows, w = e % quads * 4;
+    *reinterpret_cast<float4*>(&dst.at(plane, r, w)) =
+        row0 + r < src_rows ? *reinterpret_cast<const float4*>(&src.at(plane, row0 + r, w)) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+
+__device__ __forceinline__ void copy_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_async() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// `words` (a multiple of 4) from global to shared memory by cp.async.
+__device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {
+  for (int e = threadIdx.x; e < words / 4; e += blockDim.x) copy_async16(dst + 4 * e, src + 4 * e);
+}
+
+}  // namespace larc::gpu::detail::chunk_operands
