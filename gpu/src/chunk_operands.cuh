@@ -257,4 +257,43 @@ __device__ __forceinline__ void copy_words_async(float* dst, const float* src, i
   for (int e = threadIdx.x; e < words / 4; e += blockDim.x) copy_async16(dst + 4 * e, src + 4 * e);
 }
 
+// ---- Decays within a chunk (n ≤ 64 tokens, a_r = e^{g_r}) ------------------------------------------
+// G'_i = Σ g_r over r ≤ i since the last r with g_r = −∞ (fp64), and that r (−1: none), in shared
+// memory (3 · 64 words, 8-byte aligned); formed by one thread, then read by all.
+struct ChunkDecays {
+  static constexpr int kWords = 3 * 64;
+  double* log_decay;
+  int* reset;
+  __device__ explicit ChunkDecays(float* words)
+      : log_decay(reinterpret_cast<double*>(words)), reset(reinterpret_cast<int*>(words + 2 * 64)) {}
+  // By one thread: gate(i) = g of token i < n.
+  template <class G>
+  __device__ void form(G gate, int n) const {
+    double sum = 0;
+    int last = -1;
+    for (int i = 0; i < 64; ++i) {
+      if (i < n) {
+        const float g = gate(i);
+        if (isinf(g) && g < 0.f) {  // α = 0: nothing before token i survives it
+          last = i;
+          sum = 0;
+        } else {
+          sum += g;
+        }
+      }
+      log_decay[i] = sum;
+      reset[i] = last;
+    }
+  }
+  // Γ_ij = Π_{r=j+1..i} a_r for j ≤ i < n: e^{G'_i − G'_j} when no a_r = 0 lies in (j, i], else 0; each
+  // rounded once from the fp64 difference (exp_rounded_once), never as a ratio of e^{G}.
+  __device__ float ratio(int i, int j, int n) const {
+    return j <= i && i < n && reset[i] <= j ? exp_rounded_once(static_cast<float>(log_decay[i] - log_decay[j])) : 0.f;
+  }
+  // γ_i = Π_{r≤i} a_r (0 past n).
+  __device__ float from_start(int i, int n) const {
+    return i < n && reset[i] < 0 ? exp_rounded_once(static_cast<float>(log_decay[i])) : 0.f;
+  }
+};
+
 }  // namespace larc::gpu::detail::chunk_operands

@@ -221,7 +221,7 @@ __device__ __forceinline__ bool chunk_of_slot(const Params<T>& p, std::int64_t s
 }
 
 // ---- chunk_prepare ---------------------------------------------------------------------------------
-// Shared memory (words): G' (fp64) and the reset index [64]; β, γ, g, Γ_{n−1,·} [64]; K [64 rows][KP]
+// Shared memory (words): the ChunkDecays; β, γ, g, Γ_{n−1,·} [64]; K [64 rows][KP]
 // and Kᵀ [KP rows][64] (input terms); A, then T Diag(β), fp32 [64][68]; and a region holding Q [64][KP]
 // (input terms) and Γ fp32 [64][68] while A and P are formed, then T Diag(β) (Diag(γ)) [64][64]
 // (kStateTerms) and a Vᵀ tile [kPrepTileV rows][64] (input terms).
@@ -234,7 +234,7 @@ struct PrepareLayout {
   static constexpr int kT = operand_words<T, kStateTerms>(kChunk, kChunk);
   static constexpr int kVt = operand_words<T, kIn>(kPrepTileV, kChunk);
   static constexpr int kRegion = kK + kSquare > kT + kVt ? kK + kSquare : kT + kVt;
-  static constexpr int kWords = 3 * kChunk + 4 * kChunk + kK + kKt + kSquare + kRegion;
+  static constexpr int kWords = ChunkDecays::kWords + 4 * kChunk + kK + kKt + kSquare + kRegion;
 };
 
 template <class T, int KP, Step STEP>
@@ -242,9 +242,8 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   using L = PrepareLayout<T, KP>;
   constexpr int in = L::kIn, cp = kChunk + 4;
   extern __shared__ float4 smem_vec[];
-  double* const log_decay = reinterpret_cast<double*>(smem_vec);     // G'_i: Σ g_r since the last −∞
-  int* const reset = reinterpret_cast<int*>(log_decay + kChunk);     // last r ≤ i with g_r = −∞ (−1: none)
-  float* const beta_s = reinterpret_cast<float*>(reset + kChunk);    // β (0 past n)
+  const ChunkDecays decays(reinterpret_cast<float*>(smem_vec));
+  float* const beta_s = reinterpret_cast<float*>(smem_vec) + ChunkDecays::kWords;  // β (0 past n)
   float* const gamma_s = beta_s + kChunk;                            // γ (0 past n)
   float* const gate_s = gamma_s + kChunk;                            // g (0 past n)
   float* const to_end_s = gate_s + kChunk;                           // Γ_{n−1,·} (0 past n)
@@ -286,36 +285,18 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
     }
     beta_s[i] = beta;
   } else if (threadIdx.x == kChunk) {
-    double sum = 0;
-    int last = -1;
-    for (int i = 0; i < kChunk; ++i) {
-      if (i < n) {
-        const float g = gate_s[i];
-        if (isinf(g) && g < 0.f) {  // α = 0: nothing before token i survives it
-          last = i;
-          sum = 0;
-        } else {
-          sum += g;
-        }
-      }
-      log_decay[i] = sum;
-      reset[i] = last;
-    }
+    decays.form([&](int i) { return gate_s[i]; }, n);
   }
   __syncthreads();
 
-  // Γ_ij = Π_{r=j+1..i} α_r for j ≤ i < n: e^{G'_i − G'_j} when no α_r = 0 lies in (j, i], else 0.
-  // Each rounded once from the fp64 difference (exp_rounded_once), never as a ratio of e^{G}.
-  const auto ratio = [&](int i, int j) {
-    return j <= i && i < n && reset[i] <= j ? exp_rounded_once(static_cast<float>(log_decay[i] - log_decay[j])) : 0.f;
-  };
-  for (int e = threadIdx.x; e < kChunk * kChunk; e += kThreads) ratio_s[e / kChunk * cp + e % kChunk] = ratio(e / kChunk, e % kChunk);
+  for (int e = threadIdx.x; e < kChunk * kChunk; e += kThreads)
+    ratio_s[e / kChunk * cp + e % kChunk] = decays.ratio(e / kChunk, e % kChunk, n);
   if (threadIdx.x < kChunk) {
     const int i = threadIdx.x;
-    const float gamma = i < n && reset[i] < 0 ? exp_rounded_once(static_cast<float>(log_decay[i])) : 0.f;
+    const float gamma = decays.from_start(i, n);
     gamma_s[i] = gamma;
     R::gamma(record, V)[i] = gamma;
-    to_end_s[i] = ratio(n - 1, i);
+    to_end_s[i] = decays.ratio(n - 1, i, n);
   }
   __syncthreads();
 

@@ -15,5 +15,6 @@ void append_hla_kernels(std::vector<Kernel>& out);  // hla_fused.cu: hla, hla-no
 void append_vla_kernels(std::vector<Kernel>& out);  // vla_fused.cu: vla
 void append_ccq_kernels(std::vector<Kernel>& out);  // ccq_fused.cu: ccq-gla, ccq-gdn
 void append_delta_rule_chunked_kernels(std::vector<Kernel>& out);  // delta_rule_chunked.cu: gdn-chunked, kla-chunked
+void append_log_linear_chunked_kernels(std::vector<Kernel>& out);  // log_linear_chunked.cu: log-linear-chunked
 
 }  // namespace larc::gpu::detail

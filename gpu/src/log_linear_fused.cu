@@ -47,9 +47,6 @@ constexpr int kFewLevels = 16;  // T ≤ 32,768
 constexpr int kMaxLevels = 24;  // T ≤ 2^23
 constexpr std::int64_t kMaxT = std::int64_t{1} << (kMaxLevels - 1);
 
-// ⌈log2 T⌉ + 1 for T ≥ 1 (fenwick::level_count).
-int level_count(std::int64_t T) { return std::bit_width(static_cast<std::uint64_t>(T - 1)) + 1; }
-
 template <typename T>
 struct Problem {
   Strided<const T> q, k, v, g, beta, level_scales;  // beta: GDN only
@@ -223,7 +220,7 @@ Status launch(const LaunchArgs& args) {
   v.require_size('V', 1, 0);
   v.require_size('T', 0, kMaxT);
   const std::int64_t B = v.size('B'), T_len = v.size('T'), H = v.size('H');
-  const int levels = T_len > 0 && T_len <= kMaxT ? level_count(T_len) : 0;
+  const int levels = T_len > 0 && T_len <= kMaxT ? fenwick_level_count(T_len) : 0;
   if (v.ok() && T_len > 0)
     v.require(v.size('L') >= levels, "input 'level_scales' has L = " + std::to_string(v.size('L')) +
                                          " levels; T = " + std::to_string(T_len) + " needs ceil(log2 T) + 1 = " +

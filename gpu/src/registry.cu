@@ -12,6 +12,7 @@ const std::vector<Kernel>& kernels() {
     detail::append_vla_kernels(out);
     detail::append_ccq_kernels(out);
     detail::append_delta_rule_chunked_kernels(out);
+    detail::append_log_linear_chunked_kernels(out);
     return out;
   }();
   return all;

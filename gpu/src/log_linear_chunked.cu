@@ -1,0 +1,429 @@
+// Chunked log-linear attention, Mamba-2 variant (SPEC §4 "Chunked"; issue 8): "log-linear-chunked",
+// mechanism "log-linear", the inputs and output of log-linear-fused-recurrent (q, k [B,T,1,K] shared by
+// all heads, v [B,T,H,V], g [B,T,H], level_scales [B,T,H,L]; o [B,T,H,V]; no state in or out, no read
+// scale), K ≤ 128, T ≤ 2^23.
+//
+// Chunks of C = 64 tokens start at multiples of 64, so for tokens t, s of chunks c, c' the level is
+//   ℓ(t, s) = 1 + ⌊log2(t xor s)⌋ = ℓ(t mod 64, s mod 64) ≤ 6 when c = c', and 6 + m(c, c') otherwise,
+//   m(c, c') = 1 + ⌊log2(c xor c')⌋ — the Fenwick level of chunk c' seen from chunk c (LL-C2):
+//   o_t = Σ_{s ∈ c, s ≤ t} λ_t^(ℓ(t,s)) Γ_ts (q_t · k_s) v_s  +  γ_t Σ_{m live at c} λ_t^(6+m) E_c^(m)ᵀ q_t,
+// Γ_ts = Π_{r=s+1..t} a_r, γ_t = Π_{r ∈ c, r ≤ t} a_r, and E_c^(m) the sum of the summaries
+// D_c' = Σ_{s ∈ c'} Γ_{end(c'), s} k_s v_sᵀ of the chunks c' at level m, decayed to the start of c.
+// E follows the token recurrence (log_linear_fused.cu, reference/log_linear.h State::step) with chunks
+// for tokens: before chunk c ≥ 1 cascade E^(j+1) = E^(0) + … + E^(j), j = ctz(c), and empty 0..j;
+// read the live levels (m ≥ 1 with bit m−1 of c set); decay every level by A_c = γ_{n−1}; write D_c at
+// level 0.
+//
+// Three kernels: chunk_summary (one block per (head, chunk), all at once) writes D_c [KP][V] fp32 and
+// A_c; level_pass (one block per (batch, head, tile of kLevelTileV value columns), chunks in order: the
+// only sequential part, elementwise) writes each chunk's live E_c^(m) as chunk_output's B operand;
+// chunk_output (one block per (head, chunk, tile of kOutTileV columns), all at once) forms o.
+// Arithmetic (chunk_operands.cuh): D = K̃ᵀ V with K̃ = Diag(Γ_end) K in three bf16 terms and V exact;
+// E fp32, read as two terms; P = (Q Kᵀ) ⊙ Γ ⊙ Λ as two terms; fp32 inputs by FP32 FMA.
+//
+// Workspace (stream-ordered, as delta_rule_chunked.cu): per (head, chunk) D_c, A_c and L_c slots of
+// E_c^(m) (L_c = the chunk levels T reaches), e.g. 12.7 GB at B = 1, H = 16, K = V = 128, T = 65,536.
+#include <algorithm>
+#include <string>
+
+#include "chunk_operands.cuh"
+#include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
+#include "families.h"
+
+namespace larc::gpu::detail {
+
+namespace {
+
+using namespace chunk_operands;
+using delta_rule::rows_of;
+using delta_rule::TokenRows;
+
+constexpr int kChunk = 64;
+constexpr int kChunkBits = 6;  // log2 kChunk: chunk level m is token level 6 + m
+constexpr int kThreads = 256;
+constexpr int kLevelTileV = 16;  // value columns per level_pass block
+constexpr int kOutTileV = 64;    // value columns per chunk_output block
+constexpr int kSumTileV = 64;    // value columns per product pass of chunk_summary
+constexpr int kSummaryTerms = 3;  // K̃ (fp32) in chunk_summary
+constexpr int kReadTerms = 2;     // E and P in chunk_output (o is rounded to the input dtype)
+constexpr int kMaxK = 128;
+constexpr std::int64_t kMaxT = std::int64_t{1} << 23;
+
+template <class T>
+struct Params {
+  Strided<const T> q, k, v, g, level_scales;
+  Strided<T> o;
+  float* summaries = nullptr;  // D_c [H][B·chunks][KP][V]
+  float* chunk_decay = nullptr;  // A_c [H][B·chunks]
+  float* levels = nullptr;  // E_c^(m) [H][B·chunks][chunk_levels] operands [V rows][KP]
+  std::int64_t tokens = 0, chunks = 0, B = 0;
+  int H = 0, K = 0, V = 0;
+  int token_levels = 0;  // level_count(T): the level_scales read
+  int chunk_levels = 0;  // chunk levels m = 1..chunk_levels that chunks < chunks reach
+  int level_tiles = 0, out_tiles = 0;
+};
+
+template <class T, int KP>
+__device__ __forceinline__ std::int64_t level_words(int V) {
+  return std::int64_t{operand_words<T, kReadTerms>(1, KP)} * V;
+}
+
+// ---- chunk_summary ---------------------------------------------------------------------------------
+// Shared memory (words): ChunkDecays, g and Γ_{n−1,·} [64], K̃ᵀ [KP rows][64] (kSummaryTerms), a Vᵀ tile
+// [kSumTileV rows][64] (input terms).
+template <class T, int KP>
+struct SummaryLayout {
+  static constexpr int kKt = operand_words<T, kSummaryTerms>(KP, kChunk);
+  static constexpr int kVt = operand_words<T, kInputTerms<T>>(kSumTileV, kChunk);
+  static constexpr int kWords = ChunkDecays::kWords + 2 * kChunk + kKt + kVt;
+};
+
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads) chunk_summary(const Params<T> p) {
+  using L = SummaryLayout<T, KP>;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  const ChunkDecays decays(words);
+  float* const gate_s = words + ChunkDecays::kWords;
+  float* const to_end_s = gate_s + kChunk;
+  const auto kt_op = operand_at<T, kSummaryTerms, kChunk>(to_end_s + kChunk, KP);
+  const auto vt_op = operand_at<T, kInputTerms<T>, kChunk>(to_end_s + kChunk + L::kKt, kSumTileV);
+
+  const std::int64_t slot = blockIdx.x % (p.B * p.chunks);
+  const int h = static_cast<int>(blockIdx.x / (p.B * p.chunks));
+  const std::int64_t b = slot / p.chunks, t0 = slot % p.chunks * kChunk;
+  const int n = static_cast<int>(p.tokens - t0 < kChunk ? p.tokens - t0 : kChunk);
+  const int K = p.K, V = p.V;
+  const TokenRows<const T> k = rows_of(p.k, b, 0), v = rows_of(p.v, b, h), gate = rows_of(p.g, b, h);
+  if (threadIdx.x < kChunk) gate_s[threadIdx.x] = threadIdx.x < n ? to_float(gate(t0 + threadIdx.x)) : 0.f;
+  __syncthreads();
+  if (threadIdx.x == 0) decays.form([&](int i) { return gate_s[i]; }, n);
+  __syncthreads();
+  if (threadIdx.x < kChunk) to_end_s[threadIdx.x] = decays.ratio(n - 1, threadIdx.x, n);
+  if (threadIdx.x == 0) p.chunk_decay[h * p.B * p.chunks + slot] = decays.from_start(n - 1, n);
+  __syncthreads();
+  fill(kt_op, KP, [&](int d, int s) { return s < n && d < K ? to_end_s[s] * to_float(k(t0 + s, d)) : 0.f; });
+
+  float* const summary = p.summaries + (h * p.B * p.chunks + slot) * std::int64_t{KP} * V;
+  for (int v0 = 0; v0 < V; v0 += kSumTileV) {
+    // Vᵀ: token pairs of one column, read across columns.
+    for (int e = threadIdx.x; e < kSumTileV * kChunk / 2; e += kThreads) {
+      const int c = e % kSumTileV, s = e / kSumTileV * 2, col = v0 + c;
+      store_pair(vt_op, c, s, s < n && col < V ? to_float(v(t0 + s, col)) : 0.f,
+                 s + 1 < n && col < V ? to_float(v(t0 + s + 1, col)) : 0.f);
+    }
+    __syncthreads();
+    for_each_strip<KP, kSumTileV, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, kChunk>(acc, kt_op, vt_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int d, int col, float y) {
+        if (v0 + col < V) summary[std::int64_t{d} * V + v0 + col] = y;
+      });
+    });
+    __syncthreads();  // the Vᵀ tile is read no more
+  }
+}
+
+// ---- level_pass ------------------------------------------------------------------------------------
+// E^(0..chunk_levels) [KP][kLevelTileV] fp32 in shared memory; per chunk: cascade, write the live
+// levels, decay, write D_c at level 0 (header). Thread e owns elements e, e + kThreads, … of every level.
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
+  constexpr int tile = KP * kLevelTileV, per = tile / kThreads;
+  extern __shared__ float4 smem_vec[];
+  float* const E = reinterpret_cast<float*>(smem_vec);  // [chunk_levels + 1][KP][kLevelTileV]
+  const int col0 = static_cast<int>(blockIdx.x % p.level_tiles) * kLevelTileV;
+  const int h = static_cast<int>(blockIdx.x / p.level_tiles % p.H);
+  const std::int64_t b = blockIdx.x / p.level_tiles / p.H;
+  const int V = p.V;
+  for (int e = threadIdx.x; e < (p.chunk_levels + 1) * tile; e += kThreads) E[e] = 0.f;
+
+  const std::int64_t first = h * p.B * p.chunks + b * p.chunks;  // (head, slot) of chunk 0
+  // This thread's elements of chunk c's summary (columns ≥ V as zeros).
+  const auto load_summary = [&](std::int64_t c, float (&x)[per]) {
+    const float* const summary = p.summaries + (first + c) * std::int64_t{KP} * V;
+#pragma unroll
+    for (int i = 0; i < per; ++i) {
+      const int e = threadIdx.x + i * kThreads, d = e / kLevelTileV, col = col0 + e % kLevelTileV;
+      x[i] = col < V ? summary[std::int64_t{d} * V + col] : 0.f;
+    }
+  };
+  float next[per];
+  if (p.chunks > 0) load_summary(0, next);
+  for (std::int64_t c = 0; c < p.chunks; ++c) {
+    float current[per];
+#pragma unroll
+    for (int i = 0; i < per; ++i) current[i] = next[i];
+    if (c + 1 < p.chunks) load_summary(c + 1, next);  // in flight while chunk c is handled
+    const float decay = p.chunk_decay[first + c];
+    if (c > 0) {  // cascade: E^(j+1) = E^(0) + … + E^(j), levels 0..j emptied
+      const int j = __ffsll(static_cast<long long>(c)) - 1;
+#pragma unroll
+      for (int i = 0; i < per; ++i) {
+        const int e = threadIdx.x + i * kThreads;
+        float run = E[e];
+        E[e] = 0.f;
+        for (int m = 1; m <= j; ++m) {
+          run += E[m * tile + e];
+          E[m * tile + e] = 0.f;
+        }
+        E[(j + 1) * tile + e] = run;
+      }
+    }
+    __syncthreads();
+    // The live levels as chunk_output's B operand: element pairs (d, d + 1) of column col.
+    float* const out = p.levels + (first + c) * p.chunk_levels * level_words<T, KP>(V);
+    for (int m = 1; m <= p.chunk_levels; ++m) {
+      if (((c >> (m - 1)) & 1) == 0) continue;
+      const auto op = operand_at<T, kReadTerms, KP>(out + (m - 1) * level_words<T, KP>(V), V);
+      for (int e = threadIdx.x; e < tile / 2; e += kThreads) {
+        const int col = e / (KP / 2), d = e % (KP / 2) * 2;
+        if (col0 + col < V)
+          store_pair(op, col0 + col, d, E[m * tile + d * kLevelTileV + col], E[m * tile + (d + 1) * kLevelTileV + col]);
+      }
+    }
+    __syncthreads();
+    // Decay every level to the end of chunk c, then D_c at level 0.
+#pragma unroll
+    for (int i = 0; i < per; ++i) {
+      const int e = threadIdx.x + i * kThreads;
+      for (int m = 1; m <= p.chunk_levels; ++m) E[m * tile + e] *= decay;
+      E[e] = current[i];
+    }
+  }
+}
+
+// ---- chunk_output ----------------------------------------------------------------------------------
+// Shared memory (words): ChunkDecays, γ [64], Q and K [64 rows][KP] (input terms), Vᵀ [kOutTileV
+// rows][64] (input terms), P [64 rows][64] and one E^(m) [kOutTileV rows][KP] (kReadTerms), λ
+// [64][token_levels] (dynamic tail).
+template <class T, int KP>
+struct OutputLayout {
+  static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, KP);
+  static constexpr int kVt = operand_words<T, kInputTerms<T>>(kOutTileV, kChunk);
+  static constexpr int kP = operand_words<T, kReadTerms>(kChunk, kChunk);
+  static constexpr int kE = operand_words<T, kReadTerms>(kOutTileV, KP);
+  static constexpr int kFixedWords = ChunkDecays::kWords + kChunk + 2 * kQ + kVt + kP + kE;
+};
+
+// Level ℓ(t, s) of two tokens of one chunk (local indices s ≤ t): 0 on the diagonal.
+__device__ __forceinline__ int in_chunk_level(int t, int s) { return t == s ? 0 : 32 - __clz(t ^ s); }
+
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
+  using L = OutputLayout<T, KP>;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  const ChunkDecays decays(words);
+  float* const gamma_s = words + ChunkDecays::kWords;
+  float* const q_words = gamma_s + kChunk;
+  const auto q_op = operand_at<T, kInputTerms<T>, KP>(q_words, kChunk);
+  const auto k_op = operand_at<T, kInputTerms<T>, KP>(q_words + L::kQ, kChunk);
+  const auto vt_op = operand_at<T, kInputTerms<T>, kChunk>(q_words + 2 * L::kQ, kOutTileV);
+  const auto p_op = operand_at<T, kReadTerms, kChunk>(q_words + 2 * L::kQ + L::kVt, kChunk);
+  const auto e_op = operand_at<T, kReadTerms, KP>(q_words + 2 * L::kQ + L::kVt + L::kP, kOutTileV);
+  float* const lambda_s = words + L::kFixedWords;  // [64][token_levels]
+
+  const int tile = static_cast<int>(blockIdx.x % p.out_tiles);
+  const std::int64_t slot = blockIdx.x / p.out_tiles % (p.B * p.chunks);
+  const int h = static_cast<int>(blockIdx.x / p.out_tiles / (p.B * p.chunks));
+  const std::int64_t b = slot / p.chunks, c = slot % p.chunks, t0 = c * kChunk;
+  const int n = static_cast<int>(p.tokens - t0 < kChunk ? p.tokens - t0 : kChunk);
+  const int K = p.K, V = p.V, v0 = tile * kOutTileV, levels = p.token_levels;
+  const TokenRows<const T> q = rows_of(p.q, b, 0), k = rows_of(p.k, b, 0), v = rows_of(p.v, b, h);
+  const TokenRows<const T> gate = rows_of(p.g, b, h);
+
+  fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
+  fill(k_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(k(t0 + i, d)) : 0.f; });
+  for (int e = threadIdx.x; e < kOutTileV * kChunk / 2; e += kThreads) {
+    const int cc = e % kOutTileV, s = e / kOutTileV * 2, col = v0 + cc;
+    store_pair(vt_op, cc, s, s < n && col < V ? to_float(v(t0 + s, col)) : 0.f,
+               s + 1 < n && col < V ? to_float(v(t0 + s + 1, col)) : 0.f);
+  }
+  for (int e = threadIdx.x; e < kChunk * levels; e += kThreads) {
+    const int i = e / levels, l = e % levels;
+    lambda_s[e] = i < n ? to_float(*p.level_scales.at(b, t0 + i, h, l)) : 0.f;
+  }
+  if (threadIdx.x == 0) decays.form([&](int i) { return i < n ? to_float(gate(t0 + i)) : 0.f; }, n);
+  __syncthreads();
+  if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = decays.from_start(threadIdx.x, n);
+
+  // P = (Q Kᵀ) ⊙ Γ ⊙ Λ, Λ_ts = λ_t^(ℓ(t,s)) (lower, diagonal included).
+  for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
+    float acc[2][4];
+    zero(acc);
+    warp_product<T, KP>(acc, q_op, k_op, m0, n0);
+    const auto weight = [&](int t, int s) {
+      return s <= t ? decays.ratio(t, s, n) * lambda_s[t * levels + in_chunk_level(t, s)] : 0.f;
+    };
+    for_each_pair(acc, m0, n0, [&](int t, int s, float x0, float x1) {
+      store_pair(p_op, t, s, x0 * weight(t, s), x1 * weight(t, s + 1));
+    });
+  });
+  __syncthreads();
+
+  // Each warp's two strips of the 64 × kOutTileV output: the intra-chunk part, then each live level.
+  constexpr int strips = 4 * (kOutTileV / 16);
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4;
+  float acc[2][2][4];
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    const int strip = warp + 8 * s, m0 = strip % 4 * 16, n0 = strip / 4 * 16;
+    zero(acc[s]);
+    warp_product<T, kChunk>(acc[s], p_op, vt_op, m0, n0);
+  }
+  static_assert(strips == 16);
+  float* const level_base = p.levels + (h * p.B * p.chunks + slot) * p.chunk_levels * level_words<T, KP>(V);
+  for (int m = 1; m <= p.chunk_levels; ++m) {
+    if (((c >> (m - 1)) & 1) == 0) continue;
+    __syncthreads();  // the previous level's operand is read no more
+    copy_rows(e_op, operand_at<T, kReadTerms, KP>(level_base + (m - 1) * level_words<T, KP>(V), V), v0, V);
+    __syncthreads();
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const int strip = warp + 8 * s, m0 = strip % 4 * 16, n0 = strip / 4 * 16;
+      float read[2][4];
+      zero(read);
+      warp_product<T, KP>(read, q_op, e_op, m0, n0);
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int t = m0 + g + 8 * (r / 2);
+        const float w = gamma_s[t] * lambda_s[t * levels + kChunkBits + m];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) acc[s][j][r] = fmaf(w, read[j][r], acc[s][j][r]);
+      }
+    }
+  }
+  const TokenRows<T> o = rows_of(p.o, b, h);
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    const int strip = warp + 8 * s, m0 = strip % 4 * 16, n0 = strip / 4 * 16;
+    for_each_element(acc[s], m0, n0, [&](int i, int col, float y) {
+      if (i < n && v0 + col < V) o(t0 + i, v0 + col) = from_float<T>(y);
+    });
+  }
+}
+
+// ---- launcher ---------------------------------------------------------------------------------------
+template <class Kernel>
+cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+}
+
+Status cuda_failure(const std::string& name, const std::string& what, cudaError_t e) {
+  return Status::failure(name + ": launch failed (" + what + "): " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+}
+
+template <class T, int KP>
+Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
+  const auto summary = chunk_summary<T, KP>;
+  const auto pass = level_pass<T, KP>;
+  const auto output = chunk_output<T, KP>;
+  const std::size_t summary_smem = sizeof(float) * SummaryLayout<T, KP>::kWords;
+  const std::size_t pass_smem = sizeof(float) * (p.chunk_levels + 1) * KP * kLevelTileV;
+  const std::size_t output_smem = sizeof(float) * (OutputLayout<T, KP>::kFixedWords + kChunk * p.token_levels);
+  cudaError_t e = allow_smem(summary, summary_smem);
+  if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
+  if (e == cudaSuccess) e = allow_smem(output, output_smem);
+  if (e != cudaSuccess) return cuda_failure(name, "shared-memory opt-in", e);
+
+  const std::int64_t records = p.H * p.B * p.chunks;
+  const std::int64_t summary_floats = records * KP * p.V;
+  const std::int64_t decay_floats = (records + 3) / 4 * 4;
+  const std::int64_t level_floats = records * p.chunk_levels * std::int64_t{operand_words<T, kReadTerms>(1, KP)} * p.V;
+  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(summary_floats + decay_floats + level_floats);
+  int device = 0;
+  cudaMemPool_t pool = nullptr;
+  std::uint64_t keep = ~std::uint64_t{0};
+  e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, device);
+  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  if (e != cudaSuccess) return cuda_failure(name, "workspace pool", e);
+  void* allocated = nullptr;
+  e = cudaMallocAsync(&allocated, bytes, stream);
+  if (e != cudaSuccess) return cuda_failure(name, "workspace of " + std::to_string(bytes) + " bytes", e);
+  p.summaries = static_cast<float*>(allocated);
+  p.chunk_decay = p.summaries + summary_floats;
+  p.levels = p.chunk_decay + decay_floats;
+
+  summary<<<static_cast<unsigned>(records), kThreads, summary_smem, stream>>>(p);
+  pass<<<static_cast<unsigned>(p.B * p.H * p.level_tiles), kThreads, pass_smem, stream>>>(p);
+  output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
+  const Status launched = launch_status(name);
+  if ((e = cudaFreeAsync(allocated, stream)) != cudaSuccess && launched)
+    return cuda_failure(name, "freeing the workspace", e);
+  return launched;
+}
+
+Status launch(const LaunchArgs& args) {
+  const std::string name = "log-linear-chunked";
+  Validator v(name, args);
+  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  const TensorView* q = v.input("q", "BT1K", dt);
+  const TensorView* k = v.input("k", "BT1K", dt);
+  const TensorView* val = v.input("v", "BTHV", dt);
+  const TensorView* g = v.input("g", "BTH", dt);
+  const TensorView* level_scales = v.input("level_scales", "BTHL", dt);
+  const TensorView* o = v.output("o", "BTHV", dt);
+  v.require(!args.inputs.contains("initial_state"),
+            "takes no 'initial_state' (log-linear attention carries a Fenwick stack of level states)");
+  v.require(!args.outputs.contains("final_state"), "writes no 'final_state' (the mechanism outputs o only)");
+  v.require_size('K', 1, kMaxK);
+  v.require_size('V', 1, 0);
+  v.require_size('T', 0, kMaxT);
+  const std::int64_t B = v.size('B'), T_len = v.size('T'), H = v.size('H');
+  const int levels = T_len > 0 && T_len <= kMaxT ? fenwick_level_count(T_len) : 0;
+  if (v.ok() && T_len > 0)
+    v.require(v.size('L') >= levels, "input 'level_scales' has L = " + std::to_string(v.size('L')) +
+                                         " levels; T = " + std::to_string(T_len) + " needs ceil(log2 T) + 1 = " +
+                                         std::to_string(levels));
+  const std::int64_t chunks = (T_len + kChunk - 1) / kChunk;
+  const std::int64_t level_tiles = (v.size('V') + kLevelTileV - 1) / kLevelTileV;
+  const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
+  v.require_grid(std::max({H * B * chunks * out_tiles, B * H * level_tiles}));
+  if (!v.ok()) return v.status();
+  if (T_len == 0 || B * H == 0) return Status::success();  // o is empty: nothing to write
+
+  return dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    Params<T> p;
+    p.q = strided<const T>(q);
+    p.k = strided<const T>(k);
+    p.v = strided<const T>(val);
+    p.g = strided<const T>(g);
+    p.level_scales = strided<const T>(level_scales);
+    p.o = strided<T>(o);
+    p.tokens = T_len;
+    p.chunks = chunks;
+    p.B = B;
+    p.H = static_cast<int>(H);
+    p.K = static_cast<int>(v.size('K'));
+    p.V = static_cast<int>(v.size('V'));
+    p.token_levels = levels;
+    p.chunk_levels = chunks > 1 ? fenwick_level_count(chunks) - 1 : 0;  // m = 1..bit_width(chunks − 1)
+    p.level_tiles = static_cast<int>(level_tiles);
+    p.out_tiles = static_cast<int>(out_tiles);
+    if (p.K <= 64) return enqueue<T, 64>(p, stream_of(args), name);
+    return enqueue<T, 128>(p, stream_of(args), name);
+  });
+}
+
+}  // namespace
+
+void append_log_linear_chunked_kernels(std::vector<Kernel>& out) {
+  Kernel k;
+  k.name = "log-linear-chunked";
+  k.mechanism = "log-linear";
+  k.description =
+      "log-linear attention, Mamba-2 decay, chunked (C = 64): chunk summaries in parallel, the Fenwick levels of "
+      "chunks in one elementwise pass, then the output per chunk in parallel; bf16/fp16 products on tensor cores, "
+      "fp32 by FMA";
+  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.limits.max_K = kMaxK;
+  k.launch = [](const LaunchArgs& args) { return launch(args); };
+  out.push_back(std::move(k));
+}
+
+}  // namespace larc::gpu::detail
