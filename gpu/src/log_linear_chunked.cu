@@ -255,7 +255,8 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
     zero(acc);
     warp_product<T, KP>(acc, q_op, k_op, m0, n0);
     const auto weight = [&](int t, int s) {
-      return s <= t ? decays.ratio(t, s, n) * lambda_s[t * levels + in_chunk_level(t, s)] : 0.f;
+      // Rows t ≥ n are padding: their level may exceed the levels T reaches, so λ is not read there.
+      return s <= t && t < n ? decays.ratio(t, s, n) * lambda_s[t * levels + in_chunk_level(t, s)] : 0.f;
     };
     for_each_pair(acc, m0, n0, [&](int t, int s, float x0, float x1) {
       store_pair(p_op, t, s, x0 * weight(t, s), x1 * weight(t, s + 1));
