@@ -16,6 +16,8 @@
 
 namespace larc::gpu::detail::chunk_operands {
 
+constexpr int kBlockThreads = 256;  // every chunked kernel's block: the helpers below share its work
+
 // Tensor cores for bf16/fp16 inputs; FP32 FMA for fp32 inputs.
 template <class T>
 constexpr bool kMma = !std::is_same_v<T, float>;
@@ -170,7 +172,7 @@ __device__ __forceinline__ void store_pair(const Operand<T, TERMS, KD>& op, int 
 // every pair of KD, split into the operand's planes; threads share the work (pairs, row-major).
 template <class T, int TERMS, int KD, class F>
 __device__ __forceinline__ void fill(const Operand<T, TERMS, KD>& op, int rows, F f) {
-  for (int e = threadIdx.x; e < rows * (KD / 2); e += blockDim.x) {
+  for (int e = threadIdx.x; e < rows * (KD / 2); e += kBlockThreads) {
     const int r = e / (KD / 2), k = e % (KD / 2) * 2;
     store_pair(op, r, k, f(r, k), f(r, k + 1));
   }
@@ -208,7 +210,7 @@ template <int M, int N, int NT, class F>
 __device__ __forceinline__ void for_each_strip(F f) {
   static_assert(M % 16 == 0 && N % (8 * NT) == 0);
   constexpr int m_tiles = M / 16, strips = m_tiles * (N / (8 * NT));
-  for (int s = threadIdx.x / 32; s < strips; s += blockDim.x / 32) f(s % m_tiles * 16, s / m_tiles * 8 * NT);
+  for (int s = threadIdx.x / 32; s < strips; s += kBlockThreads / 32) f(s % m_tiles * 16, s / m_tiles * 8 * NT);
 }
 
 // e(row, col, value) for this lane's elements of a strip.
@@ -235,7 +237,7 @@ template <class T, int TERMS, int KD>
 __device__ __forceinline__ void copy_rows(const Operand<T, TERMS, KD>& dst, const Operand<T, TERMS, KD>& src, int row0,
                                           int src_rows) {
   constexpr int quads = Operand<T, TERMS, KD>::kPitch / 4;
-  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += blockDim.x) {
+  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += kBlockThreads) {
     const int plane = e / (dst.rows * quads), r = e / quads % dst.rows, w = e % quads * 4;
     *reinterpret_cast<float4*>(&dst.at(plane, r, w)) =
         row0 + r < src_rows ? *reinterpret_cast<const float4*>(&src.at(plane, row0 + r, w)) : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -254,7 +256,7 @@ __device__ __forceinline__ void wait_async() {
 }
 // `words` (a multiple of 4) from global to shared memory by cp.async.
 __device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {
-  for (int e = threadIdx.x; e < words / 4; e += blockDim.x) copy_async16(dst + 4 * e, src + 4 * e);
+  for (int e = threadIdx.x; e < words / 4; e += kBlockThreads) copy_async16(dst + 4 * e, src + 4 * e);
 }
 
 // ---- Decays within a chunk (n ≤ 64 tokens, a_r = e^{g_r}) ------------------------------------------

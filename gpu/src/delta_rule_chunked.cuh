@@ -51,7 +51,7 @@ using delta_rule::rows_of;
 using delta_rule::TokenRows;
 
 constexpr int kChunk = 64;
-constexpr int kThreads = 256;
+constexpr int kThreads = kBlockThreads;
 constexpr int kTileV = 16;      // value columns per state_pass block
 constexpr int kPrepTileV = 64;  // value columns per U pass of chunk_prepare
 constexpr int kOutTileV = 64;   // value columns per chunk_output block

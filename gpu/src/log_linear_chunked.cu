@@ -40,7 +40,7 @@ using delta_rule::TokenRows;
 
 constexpr int kChunk = 64;
 constexpr int kChunkBits = 6;  // log2 kChunk: chunk level m is token level 6 + m
-constexpr int kThreads = 256;
+constexpr int kThreads = kBlockThreads;
 constexpr int kLevelTileV = 16;  // value columns per level_pass block
 constexpr int kOutTileV = 64;    // value columns per chunk_output block
 constexpr int kSumTileV = 64;    // value columns per product pass of chunk_summary
