@@ -55,7 +55,7 @@ struct Params {
   Strided<T> o;
   float* summaries = nullptr;  // D_c [H][B·chunks][KP][V]
   float* chunk_decay = nullptr;  // A_c [H][B·chunks]
-  float* levels = nullptr;  // E_c^(m) [H][B·chunks][chunk_levels] operands [V rows][KP]
+  float* levels = nullptr;  // E_c^(m) [H][B·chunks][chunk_levels][KP][V] fp32
   std::int64_t tokens = 0, chunks = 0, B = 0;
   int H = 0, K = 0, V = 0;
   int token_levels = 0;  // level_count(T): the level_scales read
@@ -63,9 +63,9 @@ struct Params {
   int level_tiles = 0, out_tiles = 0;
 };
 
-template <class T, int KP>
-__device__ __forceinline__ std::int64_t level_words(int V) {
-  return std::int64_t{operand_words<T, kReadTerms>(1, KP)} * V;
+template <int KP>
+__host__ __device__ __forceinline__ std::int64_t level_words(int V) {
+  return std::int64_t{KP} * V;
 }
 
 // ---- chunk_summary ---------------------------------------------------------------------------------
@@ -126,18 +126,23 @@ __global__ void __launch_bounds__(kThreads) chunk_summary(const Params<T> p) {
 }
 
 // ---- level_pass ------------------------------------------------------------------------------------
-// E^(0..chunk_levels) [KP][kLevelTileV] fp32 in shared memory; per chunk: cascade, write the live
-// levels, decay, write D_c at level 0 (header). Thread e owns elements e, e + kThreads, … of every level.
+// E^(0..chunk_levels) [KP][kLevelTileV] fp32 in shared memory, each with a scale: the level is
+// scale_m · E^(m), so that decaying every level by A_c is one multiply a level, folded into E only when
+// the level is cascaded. Per chunk: cascade, write the live levels (scaled, fp32 [KP][V] slices of
+// chunk_output's workspace), decay the scales, write D_c at level 0 (header). Thread e owns elements
+// e, e + kThreads, … of every level in the cascade and the write of level 0.
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
   constexpr int tile = KP * kLevelTileV, per = tile / kThreads;
   extern __shared__ float4 smem_vec[];
-  float* const E = reinterpret_cast<float*>(smem_vec);  // [chunk_levels + 1][KP][kLevelTileV]
+  float* const scale = reinterpret_cast<float*>(smem_vec);  // [32]
+  float* const E = scale + 32;                                // [chunk_levels + 1][KP][kLevelTileV]
   const int col0 = static_cast<int>(blockIdx.x % p.level_tiles) * kLevelTileV;
   const int h = static_cast<int>(blockIdx.x / p.level_tiles % p.H);
   const std::int64_t b = blockIdx.x / p.level_tiles / p.H;
   const int V = p.V;
   for (int e = threadIdx.x; e < (p.chunk_levels + 1) * tile; e += kThreads) E[e] = 0.f;
+  if (threadIdx.x < 32) scale[threadIdx.x] = 1.f;
 
   const std::int64_t first = h * p.B * p.chunks + b * p.chunks;  // (head, slot) of chunk 0
   // This thread's elements of chunk c's summary (columns ≥ V as zeros).
@@ -156,48 +161,56 @@ __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
 #pragma unroll
     for (int i = 0; i < per; ++i) current[i] = next[i];
     if (c + 1 < p.chunks) load_summary(c + 1, next);  // in flight while chunk c is handled
-    const float decay = p.chunk_decay[first + c];
-    if (c > 0) {  // cascade: E^(j+1) = E^(0) + … + E^(j), levels 0..j emptied
+    __syncthreads();  // the previous chunk's scales and level 0 are written
+    if (c > 0) {  // cascade: E^(j+1) = E^(0) + … + E^(j) (scaled), levels 0..j emptied
       const int j = __ffsll(static_cast<long long>(c)) - 1;
 #pragma unroll
       for (int i = 0; i < per; ++i) {
         const int e = threadIdx.x + i * kThreads;
-        float run = E[e];
+        float run = scale[0] * E[e];
         E[e] = 0.f;
         for (int m = 1; m <= j; ++m) {
-          run += E[m * tile + e];
+          run += scale[m] * E[m * tile + e];
           E[m * tile + e] = 0.f;
         }
         E[(j + 1) * tile + e] = run;
       }
+      __syncthreads();  // every thread has read the scales of levels 0..j
+      if (threadIdx.x <= j + 1) scale[threadIdx.x] = 1.f;
     }
     __syncthreads();
-    // The live levels as chunk_output's B operand: element pairs (d, d + 1) of column col.
-    float* const out = p.levels + (first + c) * p.chunk_levels * level_words<T, KP>(V);
+    // The live levels, scaled, to their [KP][V] slices (rows of 16 columns: four float4 or scalars).
+    float* const out = p.levels + (first + c) * p.chunk_levels * level_words<KP>(V);
     for (int m = 1; m <= p.chunk_levels; ++m) {
       if (((c >> (m - 1)) & 1) == 0) continue;
-      const auto op = operand_at<T, kReadTerms, KP>(out + (m - 1) * level_words<T, KP>(V), V);
-      for (int e = threadIdx.x; e < tile / 2; e += kThreads) {
-        const int col = e / (KP / 2), d = e % (KP / 2) * 2;
-        if (col0 + col < V)
-          store_pair(op, col0 + col, d, E[m * tile + d * kLevelTileV + col], E[m * tile + (d + 1) * kLevelTileV + col]);
+      float* const level = out + (m - 1) * level_words<KP>(V);
+      const float s = scale[m];
+      for (int e = threadIdx.x; e < tile / 4; e += kThreads) {
+        const int d = e / (kLevelTileV / 4), c4 = e % (kLevelTileV / 4) * 4, col = col0 + c4;
+        const float4 x = *reinterpret_cast<const float4*>(E + m * tile + d * kLevelTileV + c4);
+        float* const dst = level + std::int64_t{d} * V + col;
+        if (V % 4 == 0 && col < V) {
+          *reinterpret_cast<float4*>(dst) = make_float4(s * x.x, s * x.y, s * x.z, s * x.w);
+        } else {
+          const float y[4] = {s * x.x, s * x.y, s * x.z, s * x.w};
+          for (int q = 0; q < 4; ++q)
+            if (col + q < V) dst[q] = y[q];
+        }
       }
     }
-    __syncthreads();
+    __syncthreads();  // the scales are read no more this chunk
     // Decay every level to the end of chunk c, then D_c at level 0.
+    if (threadIdx.x >= 1 && threadIdx.x <= p.chunk_levels) scale[threadIdx.x] *= p.chunk_decay[first + c];
 #pragma unroll
-    for (int i = 0; i < per; ++i) {
-      const int e = threadIdx.x + i * kThreads;
-      for (int m = 1; m <= p.chunk_levels; ++m) E[m * tile + e] *= decay;
-      E[e] = current[i];
-    }
+    for (int i = 0; i < per; ++i) E[threadIdx.x + i * kThreads] = current[i];
   }
 }
 
 // ---- chunk_output ----------------------------------------------------------------------------------
 // Shared memory (words): ChunkDecays, γ [64], Q and K [64 rows][KP] (input terms), Vᵀ [kOutTileV
 // rows][64] (input terms), P [64 rows][64] and one E^(m) [kOutTileV rows][KP] (kReadTerms), λ
-// [64][token_levels] (dynamic tail).
+// [64][token_levels] (dynamic tail). Once the in-chunk part is formed, K, Vᵀ and P are read no more
+// and their words stage each level's fp32 slice [KP][kOutTileV + 4].
 template <class T, int KP>
 struct OutputLayout {
   static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, KP);
@@ -205,6 +218,8 @@ struct OutputLayout {
   static constexpr int kP = operand_words<T, kReadTerms>(kChunk, kChunk);
   static constexpr int kE = operand_words<T, kReadTerms>(kOutTileV, KP);
   static constexpr int kFixedWords = ChunkDecays::kWords + kChunk + 2 * kQ + kVt + kP + kE;
+  static constexpr int kStage = KP * (kOutTileV + 4);
+  static_assert(kStage <= kQ + kVt + kP, "the staged level fits the words of K, Vᵀ and P");
 };
 
 // Level ℓ(t, s) of two tokens of one chunk (local indices s ≤ t): 0 on the diagonal.
@@ -275,11 +290,27 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
     warp_product<T, kChunk>(acc[s], p_op, vt_op, m0, n0);
   }
   static_assert(strips == 16);
-  float* const level_base = p.levels + (h * p.B * p.chunks + slot) * p.chunk_levels * level_words<T, KP>(V);
+  float* const level_base = p.levels + (h * p.B * p.chunks + slot) * p.chunk_levels * level_words<KP>(V);
+  float* const stage = q_words + L::kQ;  // over K, Vᵀ and P
+  constexpr int sp = kOutTileV + 4;
   for (int m = 1; m <= p.chunk_levels; ++m) {
     if (((c >> (m - 1)) & 1) == 0) continue;
-    __syncthreads();  // the previous level's operand is read no more
-    copy_rows(e_op, operand_at<T, kReadTerms, KP>(level_base + (m - 1) * level_words<T, KP>(V), V), v0, V);
+    __syncthreads();  // the previous level's operand (or K, Vᵀ, P) is read no more
+    const float* const level = level_base + (m - 1) * level_words<KP>(V);
+    for (int e = threadIdx.x; e < KP * kOutTileV / 4; e += kThreads) {
+      const int d = e / (kOutTileV / 4), c4 = e % (kOutTileV / 4) * 4, col = v0 + c4;
+      const float* const src = level + std::int64_t{d} * V + col;
+      float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (V % 4 == 0) {
+        if (col < V) x = *reinterpret_cast<const float4*>(src);
+      } else {
+        x.x = col < V ? src[0] : 0.f, x.y = col + 1 < V ? src[1] : 0.f;
+        x.z = col + 2 < V ? src[2] : 0.f, x.w = col + 3 < V ? src[3] : 0.f;
+      }
+      *reinterpret_cast<float4*>(stage + d * sp + c4) = x;
+    }
+    __syncthreads();
+    fill(e_op, kOutTileV, [&](int col, int d) { return stage[d * sp + col]; });
     __syncthreads();
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
@@ -323,7 +354,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const auto pass = level_pass<T, KP>;
   const auto output = chunk_output<T, KP>;
   const std::size_t summary_smem = sizeof(float) * SummaryLayout<T, KP>::kWords;
-  const std::size_t pass_smem = sizeof(float) * (p.chunk_levels + 1) * KP * kLevelTileV;
+  const std::size_t pass_smem = sizeof(float) * (32 + (p.chunk_levels + 1) * KP * kLevelTileV);
   const std::size_t output_smem = sizeof(float) * (OutputLayout<T, KP>::kFixedWords + kChunk * p.token_levels);
   cudaError_t e = allow_smem(summary, summary_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
@@ -333,7 +364,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::int64_t records = p.H * p.B * p.chunks;
   const std::int64_t summary_floats = records * KP * p.V;
   const std::int64_t decay_floats = (records + 3) / 4 * 4;
-  const std::int64_t level_floats = records * p.chunk_levels * std::int64_t{operand_words<T, kReadTerms>(1, KP)} * p.V;
+  const std::int64_t level_floats = records * p.chunk_levels * level_words<KP>(p.V);
   const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(summary_floats + decay_floats + level_floats);
   int device = 0;
   cudaMemPool_t pool = nullptr;
