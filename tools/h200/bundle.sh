@@ -25,7 +25,9 @@ for t in "${targets[@]}"; do
     xargs -r cp -L -t "$stage/lib"
 done
 mkdir -p .h200bin
-tar -cJf .h200bin/bundle.tar.xz -C "$stage" .
+# xz -9: its 64 MiB dictionary spans the binaries, whose device code is largely the same (under the
+# device tool's 64 MiB carry with the working tree).
+tar -cf - -C "$stage" . | xz -9 -T1 > .h200bin/bundle.tar.xz
 git ls-tree HEAD reference gpu | git hash-object --stdin > .h200bin/tree_hash
 rm -rf "$stage"
 ls -la .h200bin
