@@ -1,6 +1,7 @@
 // Shared-memory operands and warp-level products of the chunked kernels (delta_rule_chunked.cuh,
 // log_linear_chunked.cu): every operand is split once into bf16 planes laid out for the m16n8k16
-// fragments (bf16/fp16 inputs, tensor cores) or kept in fp32 (fp32 inputs, FP32 FMA — never TF32),
+// fragments (bf16/fp16 inputs, tensor cores) or kept in fp32 (fp32 inputs: FMA in fp64, rounded once —
+// never TF32),
 // and a product reads its fragments with one 32-bit shared load a register.
 //
 // An fp32 value enters as bf16 terms x = hi + mid + lo (each the bf16 rounding of what is left: 24
@@ -89,7 +90,7 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
 // reduction indices into two zeroed fragments — hi·hi alone, the corrections smallest first — added
 // to acc in fp32 (round to nearest): the tensor cores' own accumulation truncates, so a sum kept to one
 // block of exact hi·hi products (a single product: exact) and corrections 2^-8 smaller errs like one
-// rounding. FMA: k in order. Fragment addresses are formed once; the unrolled blocks load at fixed offsets.
+// rounding. FMA (fp32 inputs): k in order, in fp64. Fragment addresses are formed once; the unrolled blocks load at fixed offsets.
 template <class T, int KD, int NT, int TA, int TB>
 __device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<T, TA, KD>& A,
                                              const Operand<T, TB, KD>& B, int m0, int n0) {
@@ -135,22 +136,32 @@ __device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<
       }
     }
   } else {
+    // fp32 inputs: products accumulated in fp64 and rounded once (H200: the FP64 rate is the FP32 rate).
     const float* a0 = &A.at(0, m0 + g, 0);
     const float* b[NT];
 #pragma unroll
     for (int j = 0; j < NT; ++j) b[j] = &B.at(0, n0 + 8 * j + 2 * t, 0);
+    double sum[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) sum[j][r] = acc[j][r];
 #pragma unroll 4
     for (int k = 0; k < KD; ++k) {
-      const float x0 = a0[k], x1 = a0[8 * pitch + k];
+      const double x0 = a0[k], x1 = a0[8 * pitch + k];
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const float y0 = b[j][k], y1 = b[j][pitch + k];
-        acc[j][0] = fmaf(x0, y0, acc[j][0]);
-        acc[j][1] = fmaf(x0, y1, acc[j][1]);
-        acc[j][2] = fmaf(x1, y0, acc[j][2]);
-        acc[j][3] = fmaf(x1, y1, acc[j][3]);
+        const double y0 = b[j][k], y1 = b[j][pitch + k];
+        sum[j][0] = fma(x0, y0, sum[j][0]);
+        sum[j][1] = fma(x0, y1, sum[j][1]);
+        sum[j][2] = fma(x1, y0, sum[j][2]);
+        sum[j][3] = fma(x1, y1, sum[j][3]);
       }
     }
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[j][r] = static_cast<float>(sum[j][r]);
   }
 }
 

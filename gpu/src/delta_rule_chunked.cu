@@ -183,7 +183,7 @@ void append_delta_rule_chunked_kernels(std::vector<Kernel>& out) {
   out.push_back(kernel_entry<Step::beta>(
       "gdn-chunked", "gdn",
       "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, the state pass, then the output per "
-      "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA",
+      "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA in fp64",
       false));
   out.push_back(kernel_entry<Step::kaczmarz>(
       "kla-chunked", "kla", "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel",

@@ -31,7 +31,7 @@
 // chunk-local product on tensor cores; inputs enter exactly; fp32 intermediates as three bf16 terms on
 // the state's path (T, W, K̃, U, V_new, S: the final state is fp32 and is judged as such — two terms
 // left it 10-20× over the gate's fp32 tolerance on the H200) and as two in chunk_output, whose o is
-// rounded to the input dtype. fp32 inputs: the same products by FP32 FMA — never TF32 (FLA's chunk
+// rounded to the input dtype. fp32 inputs: the same products by FMA in fp64 — never TF32 (FLA's chunk
 // kernel on fp32 inputs returns TF32-grade results, up to 0.9 % off at one timestep,
 // ../shared/anchors/README.md).
 #pragma once

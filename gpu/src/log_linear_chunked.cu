@@ -19,7 +19,7 @@
 // only sequential part, elementwise) writes each chunk's live E_c^(m) as chunk_output's B operand;
 // chunk_output (one block per (head, chunk, tile of kOutTileV columns), all at once) forms o.
 // Arithmetic (chunk_operands.cuh): D = K̃ᵀ V with K̃ = Diag(Γ_end) K in three bf16 terms and V exact;
-// E fp32, read as two terms; P = (Q Kᵀ) ⊙ Γ ⊙ Λ as two terms; fp32 inputs by FP32 FMA.
+// E fp32, read as two terms; P = (Q Kᵀ) ⊙ Γ ⊙ Λ as two terms; fp32 inputs by FMA in fp64.
 //
 // Workspace (stream-ordered, as delta_rule_chunked.cu): per (head, chunk) D_c, A_c and L_c slots of
 // E_c^(m) (L_c = the chunk levels T reaches), e.g. 12.7 GB at B = 1, H = 16, K = V = 128, T = 65,536.
@@ -48,6 +48,8 @@ constexpr int kSummaryTerms = 3;  // K̃ (fp32) in chunk_summary
 constexpr int kReadTerms = 2;     // E and P in chunk_output (o is rounded to the input dtype)
 constexpr int kMaxK = 128;
 constexpr std::int64_t kMaxT = std::int64_t{1} << 23;
+constexpr int kMaxTokenLevels = 24;  // fenwick_level_count(kMaxT)
+constexpr int kMaxChunkLevels = kMaxTokenLevels - 1 - kChunkBits;  // chunk levels of ⌈kMaxT / 64⌉ chunks
 
 template <class T>
 struct Params {
@@ -354,11 +356,16 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const auto pass = level_pass<T, KP>;
   const auto output = chunk_output<T, KP>;
   const std::size_t summary_smem = sizeof(float) * SummaryLayout<T, KP>::kWords;
-  const std::size_t pass_smem = sizeof(float) * (32 + (p.chunk_levels + 1) * KP * kLevelTileV);
-  const std::size_t output_smem = sizeof(float) * (OutputLayout<T, KP>::kFixedWords + kChunk * p.token_levels);
+  // Shared memory grows with the levels; each kernel is opted in to its largest size, which concurrent
+  // launches of other lengths (larc gate --jobs) then never lower under one another.
+  const auto pass_smem_for = [](int chunk_levels) { return sizeof(float) * (32 + (chunk_levels + 1) * KP * kLevelTileV); };
+  const auto output_smem_for = [](int token_levels) {
+    return sizeof(float) * (OutputLayout<T, KP>::kFixedWords + kChunk * token_levels);
+  };
+  const std::size_t pass_smem = pass_smem_for(p.chunk_levels), output_smem = output_smem_for(p.token_levels);
   cudaError_t e = allow_smem(summary, summary_smem);
-  if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
-  if (e == cudaSuccess) e = allow_smem(output, output_smem);
+  if (e == cudaSuccess) e = allow_smem(pass, pass_smem_for(kMaxChunkLevels));
+  if (e == cudaSuccess) e = allow_smem(output, output_smem_for(kMaxTokenLevels));
   if (e != cudaSuccess) return cuda_failure(name, "shared-memory opt-in", e);
 
   const std::int64_t records = p.H * p.B * p.chunks;
@@ -451,7 +458,7 @@ void append_log_linear_chunked_kernels(std::vector<Kernel>& out) {
   k.description =
       "log-linear attention, Mamba-2 decay, chunked (C = 64): chunk summaries in parallel, the Fenwick levels of "
       "chunks in one elementwise pass, then the output per chunk in parallel; bf16/fp16 products on tensor cores, "
-      "fp32 by FMA";
+      "fp32 by FMA in fp64";
   k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
   k.limits.max_K = kMaxK;
   k.launch = [](const LaunchArgs& args) { return launch(args); };
