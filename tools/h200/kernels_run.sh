@@ -8,6 +8,7 @@
 #   tools/h200/kernels_run.sh gate    # the gate's H200 grid, GPU tests and compute-sanitizer (< 10 min)
 #   tools/h200/kernels_run.sh bench   # the benchmarks beside FLA and SDPA (< 10 min)
 #   tools/h200/kernels_run.sh accuracy  # larc's GDN kernels and FLA's on the same fixtures (issue 8)
+#   tools/h200/kernels_run.sh perf    # bench, then accuracy (one device call: the gate's grid takes another)
 #   tools/h200/kernels_run.sh full    # gate, bench, then accuracy
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
 # KERNELS=REGEX limits every mode to the kernels whose names match.
@@ -89,7 +90,7 @@ gate|full)
   } > "$out/sanitizers.md"
   cat "$out/sanitizers.md"
   ;;&
-bench|full)
+bench|full|perf)
   # Speed, alone on the device.
   LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench ${KERNELS:+--benchmark_filter=$KERNELS} --benchmark_repetitions=3 --benchmark_min_time=0.1 \
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
@@ -101,7 +102,7 @@ bench|full)
   python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
     --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" | tail -30
   ;;&
-accuracy|full)
+accuracy|full|perf)
   # Issue 8: "relative error <= FLA's on the same inputs". GDN fixtures in FLA's layout (B=1, T=4096,
   # H=4, D=128; float64-certified oracle), FLA's chunk and fused recurrent outputs judged by larc diff,
   # larc's GDN kernels by the gate on the same files; accuracy.md joins them.
@@ -112,7 +113,9 @@ accuracy|full)
       --out "$acc/fixtures/gdn_${dt}_T4096.safetensors" > /dev/null &
   done
   wait
-  PYTHONPATH=/tmp/site timeout 300 python3 tools/h200/fla_accuracy.py "$acc"/fixtures/*.safetensors --outdir "$acc/fla" \
+  # FLA on bf16 and fp16 (its chunk kernel on fp32 inputs computes in TF32: ../shared/anchors/README.md).
+  PYTHONPATH=/tmp/site timeout 150 python3 tools/h200/fla_accuracy.py "$acc"/fixtures/gdn_bf16_*.safetensors \
+    "$acc"/fixtures/gdn_fp16_*.safetensors --outdir "$acc/fla" \
     > "$out/accuracy/fla.txt" 2>&1; echo "fla outputs: exit $?"
   for c in "$acc"/fla/*.safetensors; do
     name=$(basename "$c" .safetensors)
