@@ -92,12 +92,12 @@ gate|full)
   ;;&
 bench|full|perf)
   # Speed, alone on the device.
-  LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench ${KERNELS:+--benchmark_filter=$KERNELS} --benchmark_repetitions=3 --benchmark_min_time=0.1 \
+  LD_LIBRARY_PATH=$B/lib timeout 120 $B/gpu_kernels_bench ${KERNELS:+--benchmark_filter=$KERNELS} --benchmark_repetitions=3 --benchmark_min_time=0.1 \
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
     > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
   install_fla
-  PYTHONPATH=/tmp/site timeout 240 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
+  PYTHONPATH=/tmp/site timeout 200 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
   echo "peers: exit $?"
   python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
     --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" | tail -30
@@ -114,7 +114,7 @@ accuracy|full|perf)
   done
   wait
   # FLA on bf16 and fp16 (its chunk kernel on fp32 inputs computes in TF32: ../shared/anchors/README.md).
-  PYTHONPATH=/tmp/site timeout 150 python3 tools/h200/fla_accuracy.py "$acc"/fixtures/gdn_bf16_*.safetensors \
+  PYTHONPATH=/tmp/site timeout 100 python3 tools/h200/fla_accuracy.py "$acc"/fixtures/gdn_bf16_*.safetensors \
     "$acc"/fixtures/gdn_fp16_*.safetensors --outdir "$acc/fla" \
     > "$out/accuracy/fla.txt" 2>&1; echo "fla outputs: exit $?"
   for c in "$acc"/fla/*.safetensors; do
