@@ -32,19 +32,29 @@ def gdn_inputs(b, t, h):
     return q, k, v, g, beta
 
 
+def row(peer, kind, t, b, h, ms):
+    return {"peer": peer, "kind": kind, "T": t, "B": b, "H": h, "D": D, "ms": ms}
+
+
+def gdn_prefill_rows(peer, forward, Ts):
+    """peer's prefill time on gdn_inputs at each T: forward(q=, k=, v=, g=, beta=, scale=)."""
+    rows = []
+    for t in Ts:
+        q, k, v, g, beta = gdn_inputs(B, t, H)
+        rows.append(row(peer, "prefill", t, B, H, median_ms(lambda: forward(q=q, k=k, v=v, g=g, beta=beta,
+                                                                            scale=D ** -0.5))))
+    return rows
+
+
 def fla_rows(prefill_T, decode_BH):
     from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as fr
-    rows = []
-    for t in prefill_T:
-        q, k, v, g, beta = gdn_inputs(B, t, H)
-        ms = median_ms(lambda: fr(q=q, k=k, v=v, g=g, beta=beta, scale=D ** -0.5))
-        rows.append({"peer": "fla-fused-recurrent-gdn", "kind": "prefill", "T": t, "B": B, "H": H, "D": D, "ms": ms})
+    rows = gdn_prefill_rows("fla-fused-recurrent-gdn", fr, prefill_T)
     for bh in decode_BH:
         q, k, v, g, beta = gdn_inputs(bh, 1, 1)
         h0 = torch.randn(bh, 1, D, D, device="cuda", dtype=torch.float32) * 0.1
         ms = median_ms(lambda: fr(q=q, k=k, v=v, g=g, beta=beta, scale=D ** -0.5, initial_state=h0,
                                   output_final_state=True))
-        rows.append({"peer": "fla-fused-recurrent-gdn", "kind": "decode", "T": 1, "B": bh, "H": 1, "D": D, "ms": ms})
+        rows.append(row("fla-fused-recurrent-gdn", "decode", 1, bh, 1, ms))
     return rows
 
 
@@ -53,18 +63,14 @@ def fla_chunk_rows(gdn_T, log_linear_T):
     chunk log-linear with one shared q/k head group and L = ceil(log2 T) + 2 level scales."""
     from fla.ops.gated_delta_rule import chunk_gated_delta_rule
     from fla.ops.log_linear_attn import chunk_log_linear_attn
-    rows = []
-    for t in gdn_T:
-        q, k, v, g, beta = gdn_inputs(B, t, H)
-        ms = median_ms(lambda: chunk_gated_delta_rule(q=q, k=k, v=v, g=g, beta=beta, scale=D ** -0.5))
-        rows.append({"peer": "fla-chunk-gdn", "kind": "prefill", "T": t, "B": B, "H": H, "D": D, "ms": ms})
+    rows = gdn_prefill_rows("fla-chunk-gdn", chunk_gated_delta_rule, gdn_T)
     for t in log_linear_T:
         q, k, v, g, _ = gdn_inputs(B, t, H)
         levels = int(math.ceil(math.log2(t))) + 2
         scales = torch.rand(B, t, H, levels, device="cuda", dtype=torch.bfloat16)
         q1, k1 = q[:, :, :1].contiguous(), k[:, :, :1].contiguous()
         ms = median_ms(lambda: chunk_log_linear_attn(q1, k1, v, g, scales), warmup=10, rep=50)
-        rows.append({"peer": "fla-chunk-log-linear", "kind": "prefill", "T": t, "B": B, "H": H, "D": D, "ms": ms})
+        rows.append(row("fla-chunk-log-linear", "prefill", t, B, H, ms))
     return rows
 
 
@@ -73,7 +79,7 @@ def sdpa_rows(Ts):
     for t in Ts:
         q, k, v = (torch.randn(B, H, t, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), warmup=10, rep=50)
-        rows.append({"peer": "sdpa-causal", "kind": "prefill", "T": t, "B": B, "H": H, "D": D, "ms": ms})
+        rows.append(row("sdpa-causal", "prefill", t, B, H, ms))
     return rows
 
 
