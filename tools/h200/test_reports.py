@@ -1,0 +1,91 @@
+"""Tests of the H200 report joiners (bench_report.py, accuracy_table.py) on synthetic inputs: peers, floors,
+issue 8's target lines and the accuracy table. Run by CTest (tools.h200_reports); no GPU, no torch."""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import bench_report  # noqa: E402
+
+
+def bench_row(kernel, T, ms, nbytes=1e8):
+    name = f"{kernel}/prefill/T={T}/manual_time"
+    return {"name": name + "_median", "run_name": name, "aggregate_name": "median", "time_unit": "ms",
+            "real_time": ms, "T": T, "B": 1, "H": 16, "D": 128, "bytes": nbytes}
+
+
+def peer(name, T, ms):
+    return {"peer": name, "kind": "prefill", "T": T, "B": 1, "H": 16, "D": 128, "ms": ms}
+
+
+class BenchReport(unittest.TestCase):
+    def run_report(self, rows, peers):
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            (d / "k.json").write_text(json.dumps({"benchmarks": rows}))
+            (d / "p.json").write_text(json.dumps({"device": "H200", "torch": "t", "fla": "0.6", "rows": peers,
+                                                  "copy_bandwidth_GBps": 4000.0, "bf16_matmul_TFLOPs": 800.0,
+                                                  "vla_sequential_pytorch": {"T": 2048, "ms": 100.0}}))
+            subprocess.run([sys.executable, str(HERE / "bench_report.py"), "--kernels", str(d / "k.json"), "--peers",
+                            str(d / "p.json"), "--tree-hash", "abc", "--json", str(d / "b.json"), "--markdown",
+                            str(d / "b.md")], check=True, capture_output=True)
+            return json.loads((d / "b.json").read_text()), (d / "b.md").read_text()
+
+    def test_peers_of_each_kernel_family(self):
+        self.assertEqual(bench_report.peer_of("gdn-chunked", "prefill"), "fla-chunk-gdn")
+        self.assertEqual(bench_report.peer_of("kla-chunked", "prefill"), "fla-chunk-gdn")
+        self.assertEqual(bench_report.peer_of("log-linear-chunked", "prefill"), "fla-chunk-log-linear")
+        self.assertEqual(bench_report.peer_of("gdn-fused-recurrent", "decode"), "fla-fused-recurrent-gdn")
+        self.assertEqual(bench_report.peer_of("hla-fused-recurrent", "prefill"), "sdpa-causal")
+        self.assertIsNone(bench_report.peer_of("la-fused-recurrent", "decode"))
+
+    def test_tensor_flops_counts_the_products_of_one_chunk(self):
+        # One chunk of 64 tokens, one head, D = 128: 5·64²·128 + 3·64·128² multiply-adds, 2 flops each.
+        self.assertEqual(bench_report.tensor_flops("gdn-chunked", 64, 1, 128), 2 * (5 * 64 * 64 * 128 + 3 * 64 * 128 * 128))
+        self.assertEqual(bench_report.tensor_flops("gdn-chunked", 65, 1, 128), 2 * bench_report.tensor_flops("gdn-chunked", 64, 1, 128))
+        self.assertIsNone(bench_report.tensor_flops("gdn-fused-recurrent", 64, 1, 128))
+
+    def test_floor_is_the_larger_of_bandwidth_and_compute(self):
+        report, _ = self.run_report([bench_row("gdn-chunked", 8192, 0.5, nbytes=4e6)], [peer("fla-chunk-gdn", 8192, 0.4)])
+        row = report["rows"][0]
+        compute_ms = bench_report.tensor_flops("gdn-chunked", 8192, 16, 128) / 800e12 * 1e3
+        self.assertAlmostEqual(row["floor_ms"], max(4e6 / 4000e9 * 1e3, compute_ms))
+        self.assertAlmostEqual(row["of_floor"], row["floor_ms"] / 0.5)
+        self.assertAlmostEqual(row["speedup"], 0.4 / 0.5)
+
+    def test_targets_say_met_or_not_from_the_measured_rows(self):
+        rows = [bench_row("gdn-chunked", 8192, 0.4), bench_row("gdn-chunked", 32768, 2.0),
+                bench_row("log-linear-chunked", 65536, 10.0)]
+        peers = [peer("fla-chunk-gdn", 8192, 0.44), peer("fla-chunk-gdn", 32768, 1.0),
+                 peer("fla-chunk-log-linear", 65536, 35.0)]
+        _, md = self.run_report(rows, peers)
+        self.assertIn("gdn-chunked vs FLA chunk GDN (≥ 1.0× at every T ≥ 8k, aim 1.3×): worst 0.50× at T = 32768 — NOT met", md)
+        self.assertIn("log-linear-chunked vs FLA chunk log-linear at T = 64k (≥ 3×): 3.50× — met", md)
+        _, md = self.run_report(rows[:1], peers[:1])
+        self.assertIn("worst 1.10× at T = 8192 — met", md)
+
+
+class AccuracyTable(unittest.TestCase):
+    def test_rows_of_every_report_sorted_by_dtype_and_kernel(self):
+        def result(kernel, dtype, rel, ok):
+            return {"kernel": kernel, "dtype": dtype, "shape": "1,4096,4,128,128", "pass": ok,
+                    "outputs": [{"output": "o", "rel_rms": rel, "baseline_rel_rms": 1.66e-3, "worst_ratio": 0.25}]}
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            (d / "larc.json").write_text(json.dumps({"tree_hash": "abc", "results": [result("gdn-chunked", "bf16", 1.66e-3, True)]}))
+            (d / "fla.json").write_text(json.dumps({"results": [result("fla-chunk-gdn", "bf16", 3.36e-3, False)]}))
+            subprocess.run([sys.executable, str(HERE / "accuracy_table.py"), str(d / "larc.json"), str(d / "fla.json"),
+                            "--markdown", str(d / "a.md")], check=True)
+            lines = (d / "a.md").read_text().splitlines()
+        self.assertIn("`abc`", lines[2])
+        body = [l for l in lines if l.startswith("| bf16")]
+        self.assertEqual(body, ["| bf16 | fla-chunk-gdn | 0.00336 | 0.00166 | 0.25 | FAIL |",
+                                "| bf16 | gdn-chunked | 0.00166 | 0.00166 | 0.25 | pass |"])
+
+
+if __name__ == "__main__":
+    unittest.main()
