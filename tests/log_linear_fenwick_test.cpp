@@ -6,6 +6,7 @@
 
 #include <random>
 #include <set>
+#include <vector>
 
 #include "larc/properties/fenwick_checks.h"
 #include "larc/reference/fenwick.h"
@@ -113,4 +114,34 @@ TEST(Fenwick, ChecksCatchPlantedDefects) {
   int wrong_count = 0;
   for (std::uint64_t T = 2; T < 100; ++T) wrong_count += (static_cast<int>(std::bit_width(T - 1)) != fw::level_count(T));
   EXPECT_EQ(wrong_count, 98);
+}
+
+// log-linear-chunked's decomposition (gpu/src/log_linear_chunked.cu): with chunks of 64 tokens starting
+// at multiples of 64, a pair in one chunk has the level of its in-chunk indices, and a pair in chunks
+// c' < c has level 6 + level(c, c'); the Fenwick buckets of chunk c (chunks for tokens, levels m ≥ 1) are
+// exactly the token buckets of levels ≥ 7 of every token of chunk c.
+TEST(Fenwick, ChunksOf64AreTokensSixLevelsUp) {
+  constexpr int bits = 6;
+  constexpr std::uint64_t chunk = std::uint64_t{1} << bits;
+  std::mt19937_64 rng(13);
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint64_t t = rng() >> (2 + rng() % 62), s = rng() % (t + 1);
+    const std::uint64_t c = t >> bits, c_s = s >> bits;
+    const int expected = c == c_s ? fw::level(t % chunk, s % chunk) : bits + fw::level(c, c_s);
+    ASSERT_EQ(fw::level(t, s), expected) << t << "," << s;
+  }
+  for (std::uint64_t t = 0; t < (1u << 14); ++t) {
+    std::vector<fw::Bucket> inter;  // token buckets of levels > 6
+    for (const auto& b : fw::buckets(t))
+      if (b.level > bits) inter.push_back(b);
+    std::vector<fw::Bucket> from_chunks;
+    for (const auto& b : fw::buckets(t >> bits))
+      if (b.level >= 1) from_chunks.push_back({b.level + bits, b.first * chunk, b.size * chunk});
+    ASSERT_EQ(inter.size(), from_chunks.size()) << t;
+    for (std::size_t j = 0; j < inter.size(); ++j) {
+      EXPECT_EQ(inter[j].level, from_chunks[j].level) << t;
+      EXPECT_EQ(inter[j].first, from_chunks[j].first) << t;
+      EXPECT_EQ(inter[j].size, from_chunks[j].size) << t;
+    }
+  }
 }
