@@ -1,7 +1,8 @@
 // The Fenwick level function and bucket enumeration (reference/fenwick.h, SPEC §4): level(t, s)
 // against a definition by repeated halving, buckets disjoint and covering for every t < 2^14 (all
 // tokens probed for t < 2^11) and for random t < 2^62, level_count(T) = ⌈log2 T⌉ + 1 against the
-// levels a length-T sequence actually touches, and the checks fail on planted defects.
+// levels a length-T sequence actually touches, the checks fail on planted defects, and chunks of 64 are
+// tokens six levels up (the decomposition of log-linear-chunked).
 #include <gtest/gtest.h>
 
 #include <random>
