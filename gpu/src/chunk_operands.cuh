@@ -47,6 +47,7 @@ template <class T, int TERMS, int KD>
 struct Operand {
   using Word = std::conditional_t<kMma<T>, std::uint32_t, float>;
   static constexpr int kPitch = pitch_for<T>(KD);
+  static constexpr int kDataWords = kMma<T> ? KD / 2 : KD;  // the rest of a row is padding, never written
   Word* words;
   int rows;  // plane stride = rows · kPitch
   __device__ Word& at(int plane, int row, int w) const { return words[(plane * rows + row) * kPitch + w]; }
@@ -205,6 +206,17 @@ __device__ __forceinline__ float element(const Operand<T, TERMS, KD>& op, int ro
   }
 }
 
+// The transpose of a token-major tile into op (op's ROWS rows are the tile's columns, its reduction the
+// tile's tokens): x(s, c) for tokens s < KD and columns c < ROWS, read as pairs of tokens of one column
+// with consecutive threads on consecutive columns (a token's row is read coalesced).
+template <int ROWS, class T, int TERMS, int KD, class X>
+__device__ __forceinline__ void fill_transposed(const Operand<T, TERMS, KD>& op, X x) {
+  for (int e = threadIdx.x; e < ROWS * (KD / 2); e += kBlockThreads) {
+    const int c = e % ROWS, s = e / ROWS * 2;
+    store_pair(op, c, s, x(s, c), x(s + 1, c));
+  }
+}
+
 // The accumulator's element pairs (row, col), (row, col + 1), col even: e(row, col, x0, x1).
 template <int NT, class E>
 __device__ __forceinline__ void for_each_pair(const float (&acc)[NT][4], int m0, int n0, E e) {
@@ -242,12 +254,12 @@ __device__ __forceinline__ void zero(float (&acc)[NT][4]) {
     for (int r = 0; r < 4; ++r) acc[j][r] = 0.f;
 }
 
-// Rows [row0, row0 + dst.rows) of every plane of src (src_rows rows a plane) into dst; rows past
-// src_rows as zeros. 16-byte copies: pitches and operand bases are multiples of 4 words.
+// Rows [row0, row0 + dst.rows) of every plane of src (src_rows rows a plane) into dst, data words only;
+// rows past src_rows as zeros. 16-byte copies: pitches and operand bases are multiples of 4 words.
 template <class T, int TERMS, int KD>
 __device__ __forceinline__ void copy_rows(const Operand<T, TERMS, KD>& dst, const Operand<T, TERMS, KD>& src, int row0,
                                           int src_rows) {
-  constexpr int quads = Operand<T, TERMS, KD>::kPitch / 4;
+  constexpr int quads = Operand<T, TERMS, KD>::kDataWords / 4;
   for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += kBlockThreads) {
     const int plane = e / (dst.rows * quads), r = e / quads % dst.rows, w = e % quads * 4;
     *reinterpret_cast<float4*>(&dst.at(plane, r, w)) =
@@ -268,6 +280,15 @@ __device__ __forceinline__ void wait_async() {
 // `words` (a multiple of 4) from global to shared memory by cp.async.
 __device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {
   for (int e = threadIdx.x; e < words / 4; e += kBlockThreads) copy_async16(dst + 4 * e, src + 4 * e);
+}
+// Every row of every plane of src into dst (the same shape) by cp.async, data words only.
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ void copy_operand_async(const Operand<T, TERMS, KD>& dst, const Operand<T, TERMS, KD>& src) {
+  constexpr int quads = Operand<T, TERMS, KD>::kDataWords / 4, pitch = Operand<T, TERMS, KD>::kPitch;
+  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += kBlockThreads) {
+    const int row = e / quads, w = e % quads * 4;  // row: over the planes' rows
+    copy_async16(dst.words + row * pitch + w, src.words + row * pitch + w);
+  }
 }
 
 // ---- Decays within a chunk (n ≤ 64 tokens, a_r = e^{g_r}) ------------------------------------------

@@ -1,21 +1,20 @@
 // Launchers and registry entries of the chunked GDN / KLA forward (issue 8; the kernels:
-// delta_rule_chunked.cuh; docs/gpu-kernels.md "Chunked delta rule (issue 8)"). Inputs and outputs are
+// delta_rule_chunked.cuh; docs/gpu-kernels.md "Chunked kernels (issue 8)"). Inputs and outputs are
 // exactly gdn-fused-recurrent's and kla-fused-recurrent's (delta_rule_fused.cu): q, k [B,T,H,K],
 // v and o [B,T,H,V], g and beta (KLA: eta) [B,T,H] in one dtype, optional fp32 initial_state and
 // final_state [B,H,K,V]; scale K^-1/2; KLA's ε = 1e-6. K ≤ 256, any V ≥ 1, any T ≥ 0. The varlen
 // kernels take FLA's cu_seqlens with B = 1 and states [N,H,K,V], as gdn/kla-fused-recurrent-varlen.
 //
-// Workspace: one Record per (head, chunk slot) — W, K̃ [64][KP], U then V_new [64][V], P [64][64],
-// γ [64] in fp32, KP = 64, 128 or 256 (the least ≥ K) — and the state entering the chunk, S_c [KP][V]
-// fp32: 256·(2·KP + V + 65) + 4·KP·V bytes a chunk, e.g. 5.8 GB at B = 1, H = 16, K = V = 128,
-// T = 131,072; B·⌈T/64⌉ slots a head (varlen: ⌈T/64⌉ + N, after an [N+1] int64 header of first
-// slots). Allocated stream-ordered (cudaMallocAsync) by each launch and freed after the last kernel
-// (cudaFreeAsync), so a launch stays asynchronous; the device's default pool keeps freed memory for the
-// next launch (release threshold set to never).
+// Workspace: one Record per (head, chunk slot) (delta_rule_chunked.cuh) and the state entering the
+// chunk, S_c, as chunk_output's operand: 265 KB a chunk at K = V = 128 (KP = 64, 128 or 256, the least
+// ≥ K), e.g. 8.7 GB at B = 1, H = 16, T = 131,072; B·⌈T/64⌉ slots a head (varlen: ⌈T/64⌉ + N, after an
+// [N+1] int64 header of first slots). Allocated stream-ordered by each launch and freed after the last
+// kernel (chunk_launch.cuh), so a launch stays asynchronous.
 #include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "chunk_launch.cuh"
 #include "delta_rule_chunked.cuh"
 #include "families.h"
 
@@ -24,21 +23,10 @@ namespace larc::gpu::detail {
 namespace {
 
 using namespace delta_rule_chunked;
+using namespace chunk_launch;
 
 constexpr float kKlaEps = 1e-6f;  // harness mechanisms_delta_rule.cpp kKlaEps, as kla-fused-recurrent
 constexpr std::int64_t kMaxK = 256;
-
-// Opts a kernel into `bytes` of dynamic shared memory when above the default 48 KB.
-template <class Kernel>
-cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-}
-
-// "<kernel>: launch failed (<what>): <error>", the fused launchers' wording with the step named.
-Status cuda_failure(const std::string& name, const std::string& what, cudaError_t e) {
-  return Status::failure(name + ": launch failed (" + what + "): " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
 
 template <class T, int KP, Step STEP>
 Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
@@ -61,21 +49,9 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::int64_t record_floats = records * Record<T, KP>::words(p.V);
   const std::int64_t floats = header + record_floats + records * state_words<T, KP>(p.V);
   float* workspace = nullptr;
-  if (floats > 0) {
-    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(floats);
-    // Keep freed workspaces in the device's default pool (release threshold: never) so that the next
-    // launch's cudaMallocAsync reuses them instead of mapping fresh memory at every launch.
-    int device = 0;
-    cudaMemPool_t pool = nullptr;
-    std::uint64_t keep = ~std::uint64_t{0};
-    e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, device);
-    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-    if (e != cudaSuccess) return cuda_failure(name, "workspace pool", e);
-    void* allocated = nullptr;
-    e = cudaMallocAsync(&allocated, bytes, stream);
-    if (e != cudaSuccess) return cuda_failure(name, "workspace of " + std::to_string(bytes) + " bytes", e);
-    workspace = static_cast<float*>(allocated);
+  if (const Status st = allocate_workspace(name, sizeof(float) * static_cast<std::size_t>(floats), stream, &workspace); !st)
+    return st;
+  if (workspace != nullptr) {
     p.workspace = workspace + header;
     p.states = p.workspace + record_floats;
   }
@@ -92,10 +68,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   if (records > 0) prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
   pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), kThreads, pass_smem, stream>>>(p);
   if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
-  const Status launched = launch_status(name);  // read before the free can set another error
-  if (workspace != nullptr && (e = cudaFreeAsync(workspace, stream)) != cudaSuccess && launched)
-    return cuda_failure(name, "freeing the workspace", e);
-  return launched;
+  return finish(name, workspace, stream);
 }
 
 template <Step STEP>

@@ -371,11 +371,9 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j]; });
   float* const u_out = R::u(record);
   for (int v0 = 0; v0 < V; v0 += kPrepTileV) {
-    for (int e = threadIdx.x; e < kPrepTileV * kChunk / 2; e += kThreads) {
-      const int c = e % kPrepTileV, j = e / kPrepTileV * 2, col = v0 + c;
-      store_pair(vt_op, c, j, j < n && col < V ? to_float(v(t0 + j, col)) : 0.f,
-                 j + 1 < n && col < V ? to_float(v(t0 + j + 1, col)) : 0.f);
-    }
+    fill_transposed<kPrepTileV>(vt_op, [&](int j, int c) {
+      return j < n && v0 + c < V ? to_float(v(t0 + j, v0 + c)) : 0.f;
+    });
     __syncthreads();
     for_each_strip<kChunk, kPrepTileV, 2>([&](int m0, int n0) {
       float acc[2][4];
@@ -451,7 +449,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   // Chunk c's W, this block's U columns and γ (one cp.async group), and its K̃ᵀ (another).
   const auto stage_w = [&](std::int64_t c) {
     float* const record = record_of<T, KP>(p, h, first_slot + c);
-    copy_words_async(w_words, R::w(record), L::kW);
+    copy_operand_async(w_op, operand_at<T, kStateTerms, KP>(R::w(record), kChunk));
     const float* const u_in = R::u(record);
     if (V % 4 == 0) {  // rows of U 16-byte aligned
       for (int e = threadIdx.x; e < kChunk * kTileV / 4; e += kThreads) {
@@ -471,7 +469,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     commit_async();
   };
   const auto stage_kt = [&](std::int64_t c) {
-    copy_words_async(kt_words, R::kt(record_of<T, KP>(p, h, first_slot + c)), L::kKt);
+    copy_operand_async(kt_op, operand_at<T, kStateTerms, kChunk>(R::kt(record_of<T, KP>(p, h, first_slot + c)), KP));
     commit_async();
   };
 

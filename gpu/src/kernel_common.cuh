@@ -6,7 +6,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <bit>
 #include <cstdint>
 #include <string>
 
@@ -14,9 +13,6 @@
 #include "validate.h"
 
 namespace larc::gpu::detail {
-
-// ⌈log2 T⌉ + 1 for T ≥ 1 (fenwick::level_count): the Fenwick levels log-linear attention over T tokens touches.
-inline int fenwick_level_count(std::int64_t T) { return std::bit_width(static_cast<std::uint64_t>(T - 1)) + 1; }
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }

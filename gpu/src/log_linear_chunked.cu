@@ -21,20 +21,23 @@
 // Arithmetic (chunk_operands.cuh): D = K̃ᵀ V with K̃ = Diag(Γ_end) K in three bf16 terms and V exact;
 // E fp32, read as two terms; P = (Q Kᵀ) ⊙ Γ ⊙ Λ as two terms; fp32 inputs by FMA in fp64.
 //
-// Workspace (stream-ordered, as delta_rule_chunked.cu): per (head, chunk) D_c, A_c and L_c slots of
-// E_c^(m) (L_c = the chunk levels T reaches), e.g. 12.7 GB at B = 1, H = 16, K = V = 128, T = 65,536.
+// Workspace (stream-ordered, chunk_launch.cuh): per (head, chunk) D_c, A_c and L_c slots of E_c^(m)
+// (L_c = the chunk levels T reaches), e.g. 11.5 GB at B = 1, H = 16, K = V = 128, T = 65,536.
 #include <algorithm>
 #include <string>
 
+#include "chunk_launch.cuh"
 #include "chunk_operands.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "families.h"
+#include "log_linear_inputs.h"
 
 namespace larc::gpu::detail {
 
 namespace {
 
 using namespace chunk_operands;
+using namespace chunk_launch;
 using delta_rule::rows_of;
 using delta_rule::TokenRows;
 
@@ -46,7 +49,6 @@ constexpr int kOutTileV = 64;    // value columns per chunk_output block
 constexpr int kSumTileV = 64;    // value columns per product pass of chunk_summary
 constexpr int kSummaryTerms = 3;  // K̃ (fp32) in chunk_summary
 constexpr int kReadTerms = 2;     // E and P in chunk_output (o is rounded to the input dtype)
-constexpr int kMaxK = 128;
 constexpr std::int64_t kMaxT = std::int64_t{1} << 23;
 constexpr int kMaxTokenLevels = 24;  // fenwick_level_count(kMaxT)
 constexpr int kMaxChunkLevels = kMaxTokenLevels - 1 - kChunkBits;  // chunk levels of ⌈kMaxT / 64⌉ chunks
@@ -108,12 +110,9 @@ __global__ void __launch_bounds__(kThreads) chunk_summary(const Params<T> p) {
 
   float* const summary = p.summaries + (h * p.B * p.chunks + slot) * std::int64_t{KP} * V;
   for (int v0 = 0; v0 < V; v0 += kSumTileV) {
-    // Vᵀ: token pairs of one column, read across columns.
-    for (int e = threadIdx.x; e < kSumTileV * kChunk / 2; e += kThreads) {
-      const int c = e % kSumTileV, s = e / kSumTileV * 2, col = v0 + c;
-      store_pair(vt_op, c, s, s < n && col < V ? to_float(v(t0 + s, col)) : 0.f,
-                 s + 1 < n && col < V ? to_float(v(t0 + s + 1, col)) : 0.f);
-    }
+    fill_transposed<kSumTileV>(vt_op, [&](int s, int c) {
+      return s < n && v0 + c < V ? to_float(v(t0 + s, v0 + c)) : 0.f;
+    });
     __syncthreads();
     for_each_strip<KP, kSumTileV, 2>([&](int m0, int n0) {
       float acc[2][4];
@@ -253,11 +252,9 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
 
   fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
   fill(k_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(k(t0 + i, d)) : 0.f; });
-  for (int e = threadIdx.x; e < kOutTileV * kChunk / 2; e += kThreads) {
-    const int cc = e % kOutTileV, s = e / kOutTileV * 2, col = v0 + cc;
-    store_pair(vt_op, cc, s, s < n && col < V ? to_float(v(t0 + s, col)) : 0.f,
-               s + 1 < n && col < V ? to_float(v(t0 + s + 1, col)) : 0.f);
-  }
+  fill_transposed<kOutTileV>(vt_op, [&](int s, int c) {
+    return s < n && v0 + c < V ? to_float(v(t0 + s, v0 + c)) : 0.f;
+  });
   for (int e = threadIdx.x; e < kChunk * levels; e += kThreads) {
     const int i = e / levels, l = e % levels;
     lambda_s[e] = i < n ? to_float(*p.level_scales.at(b, t0 + i, h, l)) : 0.f;
@@ -340,16 +337,6 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
 }
 
 // ---- launcher ---------------------------------------------------------------------------------------
-template <class Kernel>
-cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-}
-
-Status cuda_failure(const std::string& name, const std::string& what, cudaError_t e) {
-  return Status::failure(name + ": launch failed (" + what + "): " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
-
 template <class T, int KP>
 Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const auto summary = chunk_summary<T, KP>;
@@ -373,51 +360,21 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::int64_t decay_floats = (records + 3) / 4 * 4;
   const std::int64_t level_floats = records * p.chunk_levels * level_words<KP>(p.V);
   const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(summary_floats + decay_floats + level_floats);
-  int device = 0;
-  cudaMemPool_t pool = nullptr;
-  std::uint64_t keep = ~std::uint64_t{0};
-  e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, device);
-  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-  if (e != cudaSuccess) return cuda_failure(name, "workspace pool", e);
-  void* allocated = nullptr;
-  e = cudaMallocAsync(&allocated, bytes, stream);
-  if (e != cudaSuccess) return cuda_failure(name, "workspace of " + std::to_string(bytes) + " bytes", e);
-  p.summaries = static_cast<float*>(allocated);
+  if (const Status st = allocate_workspace(name, bytes, stream, &p.summaries); !st) return st;
   p.chunk_decay = p.summaries + summary_floats;
   p.levels = p.chunk_decay + decay_floats;
 
   summary<<<static_cast<unsigned>(records), kThreads, summary_smem, stream>>>(p);
   pass<<<static_cast<unsigned>(p.B * p.H * p.level_tiles), kThreads, pass_smem, stream>>>(p);
   output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
-  const Status launched = launch_status(name);
-  if ((e = cudaFreeAsync(allocated, stream)) != cudaSuccess && launched)
-    return cuda_failure(name, "freeing the workspace", e);
-  return launched;
+  return finish(name, p.summaries, stream);
 }
 
 Status launch(const LaunchArgs& args) {
   const std::string name = "log-linear-chunked";
   Validator v(name, args);
-  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
-  const TensorView* q = v.input("q", "BT1K", dt);
-  const TensorView* k = v.input("k", "BT1K", dt);
-  const TensorView* val = v.input("v", "BTHV", dt);
-  const TensorView* g = v.input("g", "BTH", dt);
-  const TensorView* level_scales = v.input("level_scales", "BTHL", dt);
-  const TensorView* o = v.output("o", "BTHV", dt);
-  v.require(!args.inputs.contains("initial_state"),
-            "takes no 'initial_state' (log-linear attention carries a Fenwick stack of level states)");
-  v.require(!args.outputs.contains("final_state"), "writes no 'final_state' (the mechanism outputs o only)");
-  v.require_size('K', 1, kMaxK);
-  v.require_size('V', 1, 0);
-  v.require_size('T', 0, kMaxT);
+  const LogLinearInputs in = validate_log_linear(v, args, false, kMaxT);
   const std::int64_t B = v.size('B'), T_len = v.size('T'), H = v.size('H');
-  const int levels = T_len > 0 && T_len <= kMaxT ? fenwick_level_count(T_len) : 0;
-  if (v.ok() && T_len > 0)
-    v.require(v.size('L') >= levels, "input 'level_scales' has L = " + std::to_string(v.size('L')) +
-                                         " levels; T = " + std::to_string(T_len) + " needs ceil(log2 T) + 1 = " +
-                                         std::to_string(levels));
   const std::int64_t chunks = (T_len + kChunk - 1) / kChunk;
   const std::int64_t level_tiles = (v.size('V') + kLevelTileV - 1) / kLevelTileV;
   const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
@@ -425,22 +382,22 @@ Status launch(const LaunchArgs& args) {
   if (!v.ok()) return v.status();
   if (T_len == 0 || B * H == 0) return Status::success();  // o is empty: nothing to write
 
-  return dispatch_float(dt, [&](auto tag) {
+  return dispatch_float(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     Params<T> p;
-    p.q = strided<const T>(q);
-    p.k = strided<const T>(k);
-    p.v = strided<const T>(val);
-    p.g = strided<const T>(g);
-    p.level_scales = strided<const T>(level_scales);
-    p.o = strided<T>(o);
+    p.q = strided<const T>(in.q);
+    p.k = strided<const T>(in.k);
+    p.v = strided<const T>(in.v);
+    p.g = strided<const T>(in.g);
+    p.level_scales = strided<const T>(in.level_scales);
+    p.o = strided<T>(in.o);
     p.tokens = T_len;
     p.chunks = chunks;
     p.B = B;
     p.H = static_cast<int>(H);
     p.K = static_cast<int>(v.size('K'));
     p.V = static_cast<int>(v.size('V'));
-    p.token_levels = levels;
+    p.token_levels = in.levels;
     p.chunk_levels = chunks > 1 ? fenwick_level_count(chunks) - 1 : 0;  // m = 1..bit_width(chunks − 1)
     p.level_tiles = static_cast<int>(level_tiles);
     p.out_tiles = static_cast<int>(out_tiles);
@@ -460,7 +417,7 @@ void append_log_linear_chunked_kernels(std::vector<Kernel>& out) {
       "chunks in one elementwise pass, then the output per chunk in parallel; bf16/fp16 products on tensor cores, "
       "fp32 by FMA in fp64";
   k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
-  k.limits.max_K = kMaxK;
+  k.limits.max_K = 128;  // validate_log_linear
   k.launch = [](const LaunchArgs& args) { return launch(args); };
   out.push_back(std::move(k));
 }

@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "families.h"
+#include "log_linear_inputs.h"
 #include "kernel_common.cuh"
 
 namespace larc::gpu::detail {
@@ -202,51 +203,30 @@ Status launch(const LaunchArgs& args) {
   constexpr bool gdn = variant == Variant::gdn;
   const std::string name = gdn ? "log-linear-gdn-fused-recurrent" : "log-linear-fused-recurrent";
   Validator v(name, args);
-  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
-  const char* qk = gdn ? "BTHK" : "BT1K";
-  const TensorView* q = v.input("q", qk, dt);
-  const TensorView* k = v.input("k", qk, dt);
-  const TensorView* val = v.input("v", "BTHV", dt);
-  const TensorView* g = v.input("g", "BTH", dt);
-  const TensorView* beta = gdn ? v.input("beta", "BTH", dt) : nullptr;
-  const TensorView* level_scales = v.input("level_scales", "BTHL", dt);
-  const TensorView* o = v.output("o", "BTHV", dt);
-  // The mechanisms have no state in or out: a carried state would be the whole level stack and the
-  // token count, which no tensor of theirs holds.
-  v.require(!args.inputs.contains("initial_state"),
-            "takes no 'initial_state' (log-linear attention carries a Fenwick stack of level states)");
-  v.require(!args.outputs.contains("final_state"), "writes no 'final_state' (the mechanism outputs o only)");
-  v.require_size('K', 1, 128);
-  v.require_size('V', 1, 0);
-  v.require_size('T', 0, kMaxT);
+  const LogLinearInputs in = validate_log_linear(v, args, gdn, kMaxT);
   const std::int64_t B = v.size('B'), T_len = v.size('T'), H = v.size('H');
-  const int levels = T_len > 0 && T_len <= kMaxT ? fenwick_level_count(T_len) : 0;
-  if (v.ok() && T_len > 0)
-    v.require(v.size('L') >= levels, "input 'level_scales' has L = " + std::to_string(v.size('L')) +
-                                         " levels; T = " + std::to_string(T_len) + " needs ceil(log2 T) + 1 = " +
-                                         std::to_string(levels));
   const std::int64_t columns = B * H * v.size('V');
   const std::int64_t blocks = (columns + kWarpsPerBlock - 1) / kWarpsPerBlock;
   v.require_grid(blocks);
   if (!v.ok()) return v.status();
   if (T_len == 0 || blocks == 0) return Status::success();  // o is empty: nothing to write
 
-  return dispatch_float(dt, [&](auto tag) {
+  return dispatch_float(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     Problem<T> p;
-    p.q = strided<const T>(q);
-    p.k = strided<const T>(k);
-    p.v = strided<const T>(val);
-    p.g = strided<const T>(g);
-    p.beta = strided<const T>(beta);
-    p.level_scales = strided<const T>(level_scales);
-    p.o = strided<T>(o);
+    p.q = strided<const T>(in.q);
+    p.k = strided<const T>(in.k);
+    p.v = strided<const T>(in.v);
+    p.g = strided<const T>(in.g);
+    p.beta = strided<const T>(in.beta);
+    p.level_scales = strided<const T>(in.level_scales);
+    p.o = strided<T>(in.o);
     p.T_len = T_len;
     p.H = H;
     p.K = v.size('K');
     p.V = v.size('V');
     p.columns = columns;
-    p.levels = levels;
+    p.levels = in.levels;
     const auto grid = static_cast<unsigned>(blocks);
     if (p.K <= 32) launch_rows<T, variant, 1>(p, grid, stream_of(args));
     else if (p.K <= 64) launch_rows<T, variant, 2>(p, grid, stream_of(args));

@@ -1,0 +1,35 @@
+#include "log_linear_inputs.h"
+
+#include <string>
+
+namespace larc::gpu::detail {
+
+LogLinearInputs validate_log_linear(Validator& v, const LaunchArgs& args, bool gdn, std::int64_t max_T) {
+  LogLinearInputs in;
+  in.dtype = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  const char* qk = gdn ? "BTHK" : "BT1K";
+  in.q = v.input("q", qk, in.dtype);
+  in.k = v.input("k", qk, in.dtype);
+  in.v = v.input("v", "BTHV", in.dtype);
+  in.g = v.input("g", "BTH", in.dtype);
+  if (gdn) in.beta = v.input("beta", "BTH", in.dtype);
+  in.level_scales = v.input("level_scales", "BTHL", in.dtype);
+  in.o = v.output("o", "BTHV", in.dtype);
+  // The mechanisms have no state in or out: a carried state would be the whole level stack and the
+  // token count, which no tensor of theirs holds.
+  v.require(!args.inputs.contains("initial_state"),
+            "takes no 'initial_state' (log-linear attention carries a Fenwick stack of level states)");
+  v.require(!args.outputs.contains("final_state"), "writes no 'final_state' (the mechanism outputs o only)");
+  v.require_size('K', 1, 128);
+  v.require_size('V', 1, 0);
+  v.require_size('T', 0, max_T);
+  const std::int64_t T = v.size('T');
+  in.levels = T > 0 && T <= max_T ? fenwick_level_count(T) : 0;
+  if (v.ok() && T > 0)
+    v.require(v.size('L') >= in.levels, "input 'level_scales' has L = " + std::to_string(v.size('L')) +
+                                            " levels; T = " + std::to_string(T) + " needs ceil(log2 T) + 1 = " +
+                                            std::to_string(in.levels));
+  return in;
+}
+
+}  // namespace larc::gpu::detail
