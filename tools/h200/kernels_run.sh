@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The H200 runs of issue 7 (fused kernels), sent through the device tool from the repository root with
-# carry [".wheels", ".h200bin"]. Builds nothing there: .h200bin/bundle.tar.xz holds larc, the GPU
+# The H200 runs of issues 7 and 8 (fused and chunked kernels), sent through the device tool from the
+# repository root with carry [".wheels", ".h200bin"]. Builds nothing there: .h200bin/bundle.tar.xz holds larc, the GPU
 # tests and gpu_kernels_bench built here statically (docs/gpu.md, "Running on the H200"). The tree hash
 # of the committed reference/ + gpu/ they were built from is .h200bin/tree_hash.
 #
