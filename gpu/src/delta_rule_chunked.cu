@@ -138,16 +138,8 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
 
 template <Step STEP>
 Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
-  Kernel k;
-  k.name = name;
-  k.mechanism = std::move(mechanism);
-  k.description = std::move(description);
-  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
-  k.limits.max_K = kMaxK;
-  k.limits.varlen = varlen;
-  k.limits.initial_state = true;
-  k.launch = [name, varlen](const LaunchArgs& args) { return launch<STEP>(args, name, varlen); };
-  return k;
+  auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP>(args, name, varlen); };
+  return delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
 }
 
 }  // namespace

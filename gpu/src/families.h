@@ -3,11 +3,31 @@
 // dropped by the linker, and their registrations with them.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "larc/gpu/api.h"
 
 namespace larc::gpu::detail {
+
+// A delta-rule-family kernel's registry entry (delta_rule_fused.cu, delta_rule_chunked.cu): bf16, fp16
+// and fp32, K ≤ max_K, an initial state, varlen when it takes cu_seqlens.
+inline Kernel delta_rule_entry(std::string name, std::string mechanism, std::string description, bool varlen,
+                               std::int64_t max_K, std::function<Status(const LaunchArgs&)> launch) {
+  Kernel k;
+  k.name = std::move(name);
+  k.mechanism = std::move(mechanism);
+  k.description = std::move(description);
+  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.limits.max_K = max_K;
+  k.limits.varlen = varlen;
+  k.limits.initial_state = true;
+  k.launch = std::move(launch);
+  return k;
+}
 
 void append_delta_rule_kernels(std::vector<Kernel>& out);  // delta_rule_fused.cu: la, la-ratio, deltanet, gdn, kla, gla
 void append_log_linear_kernels(std::vector<Kernel>& out);  // log_linear_fused.cu: log-linear, log-linear-gdn
