@@ -81,14 +81,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const TensorView* gate = v.input("g", "BTH", dt);
   const TensorView* step = v.input(STEP == Step::beta ? "beta" : "eta", "BTH", dt);
   const TensorView* cu = nullptr;
-  if (varlen) {
-    v.require(v.size('B') == 1, "varlen kernels take one packed batch entry (B = 1), got B = " +
-                                    std::to_string(v.size('B')));
-    const DType cu_dtype = v.dtype_of("cu_seqlens", {DType::i32, DType::i64});
-    cu = v.input("cu_seqlens", "S", cu_dtype);
-    v.require(v.size('S') >= 1, "cu_seqlens must have N + 1 ≥ 1 entries");
-    if (v.ok()) v.set('N', v.size('S') - 1);
-  }
+  if (varlen) cu = v.cu_seqlens();
   const char* states = varlen ? "NHKV" : "BHKV";
   const TensorView* h0 = v.input("initial_state", states, DType::fp32, true);
   const TensorView* o = v.output("o", "BTHV", dt);

@@ -153,6 +153,15 @@ void Validator::require_size(char letter, std::int64_t lo, std::int64_t hi, cons
   require(found, l + " = " + std::to_string(n) + " is not supported; this kernel takes " + l + " in {" + list + "}");
 }
 
+const TensorView* Validator::cu_seqlens() {
+  require(size('B') == 1, "varlen kernels take one packed batch entry (B = 1), got B = " + std::to_string(size('B')));
+  const DType cu_dtype = dtype_of("cu_seqlens", {DType::i32, DType::i64});
+  const TensorView* cu = input("cu_seqlens", "S", cu_dtype);
+  require(size('S') >= 1, "cu_seqlens must have N + 1 ≥ 1 entries");
+  if (ok()) set('N', size('S') - 1);
+  return cu;
+}
+
 void Validator::require_grid(std::int64_t blocks) {
   require(blocks <= std::numeric_limits<std::int32_t>::max(),
           "the launch needs " + std::to_string(blocks) + " blocks, more than gridDim.x allows (2^31 - 1)");

@@ -43,6 +43,9 @@ class Validator {
   void require_size(char letter, std::int64_t lo, std::int64_t hi, const std::vector<std::int64_t>& only = {});
   // Requires `blocks` ≤ 2^31 − 1 (gridDim.x), the launch geometry every kernel here uses.
   void require_grid(std::int64_t blocks);
+  // A varlen launch's offsets (FLA's convention): one packed batch entry (B = 1) and cu_seqlens int32 or
+  // int64 [N+1], N + 1 ≥ 1; binds N. Call after the inputs that bind B.
+  const TensorView* cu_seqlens();
 
   bool ok() const { return error_.empty(); }
   Status status() const { return ok() ? Status::success() : Status::failure(error_); }
