@@ -104,7 +104,7 @@ bench|full|perf)
   ;;&
 accuracy|full|perf)
   # Issue 8: "relative error <= FLA's on the same inputs". GDN fixtures in FLA's layout (B=1, T=4096,
-  # H=4, D=128; float64-certified oracle), FLA's chunk and fused recurrent outputs judged by larc diff,
+  # H=4, D=128; float64-certified oracle), FLA's chunk outputs judged by larc diff,
   # larc's GDN kernels by the gate on the same files; accuracy.md joins them.
   install_fla
   acc=/tmp/accuracy; mkdir -p "$acc/fixtures" "$out/accuracy"
@@ -113,13 +113,14 @@ accuracy|full|perf)
       --out "$acc/fixtures/gdn_${dt}_T4096.safetensors" > /dev/null &
   done
   wait
-  # FLA on bf16 and fp16 (its chunk kernel on fp32 inputs computes in TF32: ../shared/anchors/README.md).
-  PYTHONPATH=/tmp/site timeout 100 python3 tools/h200/fla_accuracy.py "$acc"/fixtures/gdn_bf16_*.safetensors \
-    "$acc"/fixtures/gdn_fp16_*.safetensors --outdir "$acc/fla" \
-    > "$out/accuracy/fla.txt" 2>&1; echo "fla outputs: exit $?"
+  # FLA's chunk kernel on bf16 and fp16 (on fp32 inputs it computes in TF32: ../shared/anchors/README.md),
+  # by issue 6's tools/fla_diff.py; each candidate judged by larc diff with a JSON report.
+  PYTHONPATH=/tmp/site timeout 100 python3 tools/fla_diff.py "$acc"/fixtures/gdn_bf16_*.safetensors \
+    "$acc"/fixtures/gdn_fp16_*.safetensors --out "$acc/fla" > "$out/accuracy/fla.txt" 2>&1
+  echo "fla outputs: exit $?"
   for c in "$acc"/fla/*.safetensors; do
-    name=$(basename "$c" .safetensors)
-    $B/larc diff "$acc/fixtures/${name%%.*}.safetensors" "$c" --kernel "${name#*.}" --json "$out/accuracy/diff_$name.json" \
+    name=$(basename "$c" .safetensors)  # <fixture>.<FLA function>
+    $B/larc diff "$acc/fixtures/${name%%.*}.safetensors" "$c" --kernel "fla.${name#*.}" --json "$out/accuracy/diff_$name.json" \
       > "$out/accuracy/diff_$name.txt" 2>&1
   done
   KERNELS='^gdn-(fused-recurrent|chunked)$'
