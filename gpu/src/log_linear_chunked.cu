@@ -14,15 +14,20 @@
 // read the live levels (m ≥ 1 with bit m−1 of c set); decay every level by A_c = γ_{n−1}; write D_c at
 // level 0.
 //
+// A level is written once: level m ≥ 1 is created by the cascade at chunk c' = ctz(c') + 1 = m and then
+// only decays until its next cascade, so it is live at the chunks c' … c' + 2^(m−1) − 1 (bit m − 1 of c
+// set, c' = c with its m − 1 low bits cleared) as E_c^(m) = σ_c^(m) B_c', B_c' the cascade's sum and
+// σ_c^(m) = Π A over chunks c' … c − 1.
 // Three kernels: chunk_summary (one block per (head, chunk), all at once) writes D_c [KP][V] fp32 and
 // A_c; level_pass (one block per (batch, head, tile of kLevelTileV value columns), chunks in order: the
-// only sequential part, elementwise) writes each chunk's live E_c^(m) as chunk_output's B operand;
-// chunk_output (one block per (head, chunk, tile of kOutTileV columns), all at once) forms o.
+// only sequential part, elementwise) writes each chunk's cascade B_c (one [KP][V] slice per chunk) and
+// the scales σ_c^(m) of its live levels; chunk_output (one block per (head, chunk, tile of kOutTileV
+// columns), all at once) forms o.
 // Arithmetic (chunk_operands.cuh): D = K̃ᵀ V with K̃ = Diag(Γ_end) K in three bf16 terms and V exact;
 // E fp32, read as two terms; P = (Q Kᵀ) ⊙ Γ ⊙ Λ as two terms; fp32 inputs by FMA in fp64.
 //
-// Workspace (stream-ordered, chunk_launch.cuh): per (head, chunk) D_c, A_c and L_c slots of E_c^(m)
-// (L_c = the chunk levels T reaches), e.g. 11.5 GB at B = 1, H = 16, K = V = 128, T = 65,536.
+// Workspace (stream-ordered, chunk_launch.cuh): per (head, chunk) D_c, B_c, A_c and the σ_c^(m), e.g.
+// 2.1 GB at B = 1, H = 16, K = V = 128, T = 65,536.
 #include <algorithm>
 #include <string>
 
@@ -59,7 +64,8 @@ struct Params {
   Strided<T> o;
   float* summaries = nullptr;  // D_c [H][B·chunks][KP][V]
   float* chunk_decay = nullptr;  // A_c [H][B·chunks]
-  float* levels = nullptr;  // E_c^(m) [H][B·chunks][chunk_levels][KP][V] fp32
+  float* cascades = nullptr;  // B_c [H][B·chunks][KP][V] fp32 (c = 0: unused)
+  float* level_scale = nullptr;  // σ_c^(m) [H][B·chunks][chunk_levels]
   std::int64_t tokens = 0, chunks = 0, B = 0;
   int H = 0, K = 0, V = 0;
   int token_levels = 0;  // level_count(T): the level_scales read
@@ -129,9 +135,9 @@ __global__ void __launch_bounds__(kThreads) chunk_summary(const Params<T> p) {
 // ---- level_pass ------------------------------------------------------------------------------------
 // E^(0..chunk_levels) [KP][kLevelTileV] fp32 in shared memory, each with a scale: the level is
 // scale_m · E^(m), so that decaying every level by A_c is one multiply a level, folded into E only when
-// the level is cascaded. Per chunk: cascade, write the live levels (scaled, fp32 [KP][V] slices of
-// chunk_output's workspace), decay the scales, write D_c at level 0 (header). Thread e owns elements
-// e, e + kThreads, … of every level in the cascade and the write of level 0.
+// the level is cascaded. Per chunk: cascade and write its sum B_c (fp32 [KP][V] slice of chunk_output's
+// workspace), write the levels' scales (tile 0), decay the scales, write D_c at level 0 (header).
+// Thread e owns elements e, e + kThreads, … of every level in the cascade and the write of level 0.
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
   constexpr int tile = KP * kLevelTileV, per = tile / kThreads;
@@ -176,31 +182,29 @@ __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
         }
         E[(j + 1) * tile + e] = run;
       }
-      __syncthreads();  // every thread has read the scales of levels 0..j
+      __syncthreads();  // every thread has read the scales of levels 0..j and written its sums
       if (threadIdx.x <= j + 1) scale[threadIdx.x] = 1.f;
-    }
-    __syncthreads();
-    // The live levels, scaled, to their [KP][V] slices (rows of 16 columns: four float4 or scalars).
-    float* const out = p.levels + (first + c) * p.chunk_levels * level_words<KP>(V);
-    for (int m = 1; m <= p.chunk_levels; ++m) {
-      if (((c >> (m - 1)) & 1) == 0) continue;
-      float* const level = out + (m - 1) * level_words<KP>(V);
-      const float s = scale[m];
+      // B_c = E^(j+1) to its [KP][V] slice (rows of 16 columns: four float4 or scalars).
+      const float* const sum = E + (j + 1) * tile;
+      float* const out = p.cascades + (first + c) * level_words<KP>(V);
       for (int e = threadIdx.x; e < tile / 4; e += kThreads) {
         const int d = e / (kLevelTileV / 4), c4 = e % (kLevelTileV / 4) * 4, col = col0 + c4;
-        const float4 x = *reinterpret_cast<const float4*>(E + m * tile + d * kLevelTileV + c4);
-        float* const dst = level + std::int64_t{d} * V + col;
+        const float4 x = *reinterpret_cast<const float4*>(sum + d * kLevelTileV + c4);
+        float* const dst = out + std::int64_t{d} * V + col;
         if (V % 4 == 0 && col < V) {
-          *reinterpret_cast<float4*>(dst) = make_float4(s * x.x, s * x.y, s * x.z, s * x.w);
+          *reinterpret_cast<float4*>(dst) = x;
         } else {
-          const float y[4] = {s * x.x, s * x.y, s * x.z, s * x.w};
+          const float y[4] = {x.x, x.y, x.z, x.w};
           for (int q = 0; q < 4; ++q)
             if (col + q < V) dst[q] = y[q];
         }
       }
+      __syncthreads();  // the reset scales are visible
     }
-    __syncthreads();  // the scales are read no more this chunk
-    // Decay every level to the end of chunk c, then D_c at level 0.
+    if (col0 == 0 && threadIdx.x >= 1 && threadIdx.x <= p.chunk_levels)
+      p.level_scale[(first + c) * p.chunk_levels + threadIdx.x - 1] = scale[threadIdx.x];
+    // Decay every level to the end of chunk c (thread m its own scale), then D_c at level 0 (each thread
+    // its own elements, which only it reads in the cascade).
     if (threadIdx.x >= 1 && threadIdx.x <= p.chunk_levels) scale[threadIdx.x] *= p.chunk_decay[first + c];
 #pragma unroll
     for (int i = 0; i < per; ++i) E[threadIdx.x + i * kThreads] = current[i];
@@ -289,13 +293,16 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
     warp_product<T, kChunk>(acc[s], p_op, vt_op, m0, n0);
   }
   static_assert(strips == 16);
-  float* const level_base = p.levels + (h * p.B * p.chunks + slot) * p.chunk_levels * level_words<KP>(V);
+  const std::int64_t chunk0 = h * p.B * p.chunks + b * p.chunks;  // (head, slot) of the sequence's chunk 0
+  const float* const scales = p.level_scale + (chunk0 + c) * p.chunk_levels;
   float* const stage = q_words + L::kQ;  // over K, Vᵀ and P
   constexpr int sp = kOutTileV + 4;
   for (int m = 1; m <= p.chunk_levels; ++m) {
     if (((c >> (m - 1)) & 1) == 0) continue;
     __syncthreads();  // the previous level's operand (or K, Vᵀ, P) is read no more
-    const float* const level = level_base + (m - 1) * level_words<KP>(V);
+    // E_c^(m) = σ_c^(m) B_c', c' = c with its m − 1 low bits cleared (header).
+    const float* const level = p.cascades + (chunk0 + (c & ~((std::int64_t{1} << (m - 1)) - 1))) * level_words<KP>(V);
+    const float sigma = scales[m - 1];
     for (int e = threadIdx.x; e < KP * kOutTileV / 4; e += kThreads) {
       const int d = e / (kOutTileV / 4), c4 = e % (kOutTileV / 4) * 4, col = v0 + c4;
       const float* const src = level + std::int64_t{d} * V + col;
@@ -320,7 +327,7 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int t = m0 + g + 8 * (r / 2);
-        const float w = gamma_s[t] * lambda_s[t * levels + kChunkBits + m];
+        const float w = gamma_s[t] * lambda_s[t * levels + kChunkBits + m] * sigma;
 #pragma unroll
         for (int j = 0; j < 2; ++j) acc[s][j][r] = fmaf(w, read[j][r], acc[s][j][r]);
       }
@@ -358,11 +365,14 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::int64_t records = p.H * p.B * p.chunks;
   const std::int64_t summary_floats = records * KP * p.V;
   const std::int64_t decay_floats = (records + 3) / 4 * 4;
-  const std::int64_t level_floats = records * p.chunk_levels * level_words<KP>(p.V);
-  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(summary_floats + decay_floats + level_floats);
+  const std::int64_t cascade_floats = records * level_words<KP>(p.V);
+  const std::int64_t scale_floats = records * p.chunk_levels;
+  const std::size_t bytes =
+      sizeof(float) * static_cast<std::size_t>(summary_floats + decay_floats + cascade_floats + scale_floats);
   if (const Status st = allocate_workspace(name, bytes, stream, &p.summaries); !st) return st;
   p.chunk_decay = p.summaries + summary_floats;
-  p.levels = p.chunk_decay + decay_floats;
+  p.cascades = p.chunk_decay + decay_floats;
+  p.level_scale = p.cascades + cascade_floats;
 
   summary<<<static_cast<unsigned>(records), kThreads, summary_smem, stream>>>(p);
   pass<<<static_cast<unsigned>(p.B * p.H * p.level_tiles), kThreads, pass_smem, stream>>>(p);
