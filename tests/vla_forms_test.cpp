@@ -4,36 +4,24 @@
 // split runs; the printed composition on the paper's maps differs at O(1); vla_batched per head and its
 // shape errors; bad problems name the field.
 //
-// Tolerance (derived, like delta_rule_forms_check.h): serial and scan share the penalty recursion
-// (writes()), so they differ only in the affine stage. Every term of S_t = S_0 F_{1..t} + Σ_s v_s α̂_s^T F_{s+1..t}
-// is bounded by G (‖S_0‖_F + Σ_s ‖v_s‖ ‖α̂_s‖) with G = Π_r max(1, ‖F_r‖₂), and each is formed by at most
-// T + d_k rounded operations, so |scan − serial| ≤ c (T + d_k) u M_S per state entry with
-// M_S = G (‖S_0‖_F + Σ_s ‖v_s‖ ‖α̂_s‖); outputs multiply by max_t ‖φ(q_t)‖₁ / den_t (ratio) or scale ‖φ(q_t)‖₁
-// (plain). c = 4. ‖F_r‖₂ is computed by Eigen's JacobiSVD in double. Over this file's grid (4 variants × 6 sizes
-// × with/without initial memory, both correct scan operators) the worst measured |scan − serial| / ((T + d_k) G u M)
-// in double was 0.17, so c = 4 leaves a margin of 24.
+// Tolerance: vla_cases.h's bound (serial and scan share the penalty recursion, writes(), so they differ
+// only in the affine stage; c = 4). Over this file's grid (4 variants × 6 sizes × with/without initial memory,
+// both correct scan operators) the worst measured |scan − serial| / ((T + d_k) G u M) in double was 0.17, so
+// c = 4 leaves a margin of 24.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <Eigen/SVD>
 
 #include "forms_tolerance.h"
 #include "larc/properties/generators.h"
 #include "larc/reference/vla.h"
+#include "vla_cases.h"
 
 using namespace larc::ref;
 using larc::testing::expect_agree;
 namespace vla = larc::ref::vla;
+using namespace larc::testing::vla_cases;
 
 namespace {
-
-struct Variant {
-  const char* name;
-  double lambda0;
-  int nudge_period;
-  vla::FeatureMap feature;
-  bool ratio, normalize;
-};
 
 const Variant kVariants[] = {
     {"default", 1.0, 0, vla::FeatureMap::elu_plus_one, true, true},
@@ -41,65 +29,6 @@ const Variant kVariants[] = {
     {"lambda10_identity_plain", 10.0, 0, vla::FeatureMap::identity, false, true},
     {"unnormalised_identity_plain", 1.0, 0, vla::FeatureMap::identity, false, false},
 };
-
-// Raw keys, queries N(0, 1), values N(0, 1); the authors' penalty directions with W_u ~ N(0, 1/d_k).
-vla::Problem<double> make_problem(const Variant& var, Eigen::Index T, Eigen::Index dk, Eigen::Index dv, bool init,
-                                  std::uint64_t seed) {
-  larc::props::Rng rng(seed);
-  vla::Problem<double> p;
-  p.q = larc::props::gaussian(rng, T, dk, 1.0);
-  // Unnormalised writes: small keys (‖k‖² ≈ 0.5) so that I − k (A k)^T stays a contraction over T = 300.
-  p.k = larc::props::gaussian(rng, T, dk, var.normalize ? 1.0 : 0.7 / std::sqrt(double(dk)));
-  p.v = larc::props::gaussian(rng, T, dv, 1.0);
-  p.u = vla::authors_penalty_directions<double>(p.k, larc::props::gaussian(rng, dk, dk, 1 / std::sqrt(double(dk))));
-  p.opt.lambda0 = var.lambda0;
-  p.opt.nudge_period = var.nudge_period;
-  p.opt.feature = var.feature;
-  p.opt.ratio = var.ratio;
-  p.opt.normalize = var.normalize;
-  p.opt.scale = 1 / std::sqrt(double(dk));
-  if (init) {  // what 7 earlier tokens would have left
-    vla::Problem<double> pre = make_problem(var, 7, dk, dv, false, seed + 1);
-    p.initial = vla::serial(pre).final_memory;
-  }
-  return p;
-}
-
-template <class S>
-vla::Problem<S> cast(const vla::Problem<double>& p) {
-  vla::Problem<S> r{cast_matrix<S>(p.q), cast_matrix<S>(p.k), cast_matrix<S>(p.v), cast_matrix<S>(p.u), {}, {}};
-  r.opt = {from_double<S>(p.opt.lambda0), from_double<S>(p.opt.stab_eps), p.opt.nudge_period,
-           from_double<S>(p.opt.nudge_eps), p.opt.feature, p.opt.ratio, from_double<S>(p.opt.scale), p.opt.normalize};
-  if (p.initial)
-    r.initial = vla::Memory<S>{cast_matrix<S>(p.initial->s), cast_matrix<S>(p.initial->a), cast_vector<S>(p.initial->zeta),
-                               p.initial->tokens};
-  return r;
-}
-
-struct Bound {
-  double state, output;
-};
-
-Bound bound(const vla::Problem<double>& p) {
-  const vla::Writes<double> w = vla::writes(p);
-  const vla::Memory<double> m0 = vla::start_memory(p);
-  double growth = 1, terms = m0.s.norm();
-  for (Eigen::Index t = 0; t < p.T(); ++t) {
-    const Mat<double> f = Mat<double>::Identity(p.dk(), p.dk()) - w.khat.row(t).transpose() * w.alpha_hat.row(t);
-    growth *= std::max(1.0, Eigen::JacobiSVD<Mat<double>>(f).singularValues()(0));
-    terms += p.v.row(t).norm() * w.alpha_hat.row(t).norm();
-  }
-  const double state = 4.0 * double(p.T() + p.dk()) * growth * terms;
-  double read = 0;
-  Vec<double> zeta = m0.zeta;
-  for (Eigen::Index t = 0; t < p.T(); ++t) {
-    zeta += vla::feature(p.opt.feature, Vec<double>(p.k.row(t).transpose()));
-    const Vec<double> fq = vla::feature(p.opt.feature, Vec<double>(p.q.row(t).transpose()));
-    read = std::max(read, p.opt.ratio ? fq.cwiseAbs().sum() / std::max(zeta.dot(fq), p.opt.stab_eps)
-                                      : p.opt.scale * fq.cwiseAbs().sum());
-  }
-  return {state, state * read};
-}
 
 template <class S>
 void expect_same(const vla::Result<S>& got, const vla::Result<S>& want, const Bound& b, const std::string& what) {

@@ -19,6 +19,7 @@
 // State::step / streamed (everything interleaved per token), scan (the penalty recursion, then the
 // affine maps composed by the generic Blelloch scan of scan.h). The scan composes with one of three
 // operators (ScanOperator); only the ones matching serial are correct, see compose_* below.
+// chunked(p, C) (Woodbury for A, UT/WY for S, chunk by chunk) is in vla_chunked.h.
 #pragma once
 
 #include <cstdint>
@@ -119,14 +120,26 @@ Mat<S> authors_penalty_directions(const Mat<S>& k_raw, const Mat<S>& w_u) {
   return u;
 }
 
+// δ_t = max(1 + u_t^T z_t, stab_eps) from u_t^T z_t (SPEC §1): the one place the floor is applied.
+template <class S>
+S penalty_denominator(const Options<S>& opt, const S& u_dot_z) {
+  const S delta = S(1) + u_dot_z;
+  return delta < opt.stab_eps ? opt.stab_eps : delta;
+}
+
+// Whether the nudge A ← A + nudge_eps·I follows token number `token` (1-based, counted across split runs).
+template <class S>
+bool nudged_after(const Options<S>& opt, std::int64_t token) {
+  return opt.nudge_period > 0 && token % opt.nudge_period == 0;
+}
+
 // Sherman–Morrison downdate of A by u for token number `token` (1-based), then the optional nudge.
 template <class S>
 void penalise(const Options<S>& opt, Mat<S>& a, const Vec<S>& u, std::int64_t token) {
   const Vec<S> z = a * u;
-  S delta = S(1) + S(u.dot(z));
-  if (delta < opt.stab_eps) delta = opt.stab_eps;
+  const S delta = penalty_denominator(opt, S(u.dot(z)));
   a -= z * (z.transpose() / delta);
-  if (opt.nudge_period > 0 && token % opt.nudge_period == 0) a.diagonal().array() += opt.nudge_eps;
+  if (nudged_after(opt, token)) a.diagonal().array() += opt.nudge_eps;
 }
 
 // The write of one token: k̂ and α̂ (unnormalised when opt.normalize is false).
@@ -135,21 +148,38 @@ struct WriteDirections {
   Vec<S> khat, alpha_hat;
 };
 
+// k̂ = norm(φ(k)); φ(k) itself when opt.normalize is false.
+template <class S>
+Vec<S> key_direction(const Options<S>& opt, const Vec<S>& phi_k) {
+  return opt.normalize ? Vec<S>(normalized<S>(phi_k)) : phi_k;
+}
+
+// α̂ = norm(A_t k̂) from A_t k̂; A_t k̂ itself when opt.normalize is false.
+template <class S>
+Vec<S> alpha_direction(const Options<S>& opt, const Vec<S>& a_khat) {
+  return opt.normalize ? Vec<S>(normalized<S>(a_khat)) : a_khat;
+}
+
 template <class S>
 WriteDirections<S> write_directions(const Options<S>& opt, const Mat<S>& a, const Vec<S>& phi_k) {
-  if (!opt.normalize) return {phi_k, a * phi_k};
-  const Vec<S> khat = normalized<S>(phi_k);
-  return {khat, normalized<S>(Vec<S>(a * khat))};
+  Vec<S> khat = key_direction(opt, phi_k);
+  Vec<S> alpha_hat = alpha_direction(opt, Vec<S>(a * khat));
+  return {std::move(khat), std::move(alpha_hat)};
+}
+
+// The read from its numerator num = S φ(q): num / max(ζ^T φ(q), stab_eps) (ratio) or scale · num (plain).
+template <class S>
+Vec<S> read_scaled(const Options<S>& opt, const Vec<S>& num, const Vec<S>& zeta, const Vec<S>& phi_q) {
+  if (!opt.ratio) return opt.scale * num;
+  S den = zeta.dot(phi_q);
+  if (den < opt.stab_eps) den = opt.stab_eps;
+  return num / den;
 }
 
 // Read from the stored S^T: S φ(q) (ratio or plain).
 template <class S>
 Vec<S> read(const Options<S>& opt, const Mat<S>& s_transposed, const Vec<S>& zeta, const Vec<S>& phi_q) {
-  const Vec<S> num = s_transposed.transpose() * phi_q;
-  if (!opt.ratio) return opt.scale * num;
-  S den = zeta.dot(phi_q);
-  if (den < opt.stab_eps) den = opt.stab_eps;
-  return num / den;
+  return read_scaled(opt, Vec<S>(s_transposed.transpose() * phi_q), zeta, phi_q);
 }
 
 // Streaming decode: one token at a time, everything interleaved.
