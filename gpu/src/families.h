@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "hla_inputs.h"
 #include "larc/gpu/api.h"
 
 namespace larc::gpu::detail {
@@ -29,6 +30,20 @@ inline Kernel delta_rule_entry(std::string name, std::string mechanism, std::str
   return k;
 }
 
+// An HLA-family kernel's registry entry (hla_fused.cu, hla_chunked.cu, ahla_chunked.cu): bf16, fp16 and
+// fp32, K ≤ kHlaMaxK, no state in or out.
+inline Kernel hla_entry(std::string name, std::string mechanism, std::string description,
+                        std::function<Status(const LaunchArgs&)> launch) {
+  Kernel k;
+  k.name = std::move(name);
+  k.mechanism = std::move(mechanism);
+  k.description = std::move(description);
+  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.limits.max_K = kHlaMaxK;
+  k.launch = std::move(launch);
+  return k;
+}
+
 void append_delta_rule_kernels(std::vector<Kernel>& out);  // delta_rule_fused.cu: la, la-ratio, deltanet, gdn, kla, gla
 void append_log_linear_kernels(std::vector<Kernel>& out);  // log_linear_fused.cu: log-linear, log-linear-gdn
 void append_hla_kernels(std::vector<Kernel>& out);  // hla_fused.cu: hla, hla-normalized, ahla
@@ -36,5 +51,7 @@ void append_vla_kernels(std::vector<Kernel>& out);  // vla_fused.cu: vla
 void append_ccq_kernels(std::vector<Kernel>& out);  // ccq_fused.cu: ccq-gla, ccq-gdn
 void append_delta_rule_chunked_kernels(std::vector<Kernel>& out);  // delta_rule_chunked.cu: gdn-chunked, kla-chunked
 void append_log_linear_chunked_kernels(std::vector<Kernel>& out);  // log_linear_chunked.cu: log-linear-chunked
+void append_hla_chunked_kernels(std::vector<Kernel>& out);  // hla_chunked.cu: hla, hla-normalized
+void append_ahla_chunked_kernels(std::vector<Kernel>& out);  // ahla_chunked.cu: ahla
 
 }  // namespace larc::gpu::detail

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "families.h"
+#include "hla_inputs.h"
 #include "kernel_common.cuh"
 
 namespace larc::gpu::detail {
@@ -32,8 +33,6 @@ namespace {
 constexpr int kWarps = 16;
 constexpr int kThreads = kWarps * 32;
 constexpr int kColumns = 32;  // state columns per block: one per lane
-constexpr int kMaxK = 128;
-constexpr float kNormalizedEps = 1e-6f;  // harness/src/mechanisms_hla.cpp's ε
 
 // The block's (b, h, tile): blockIdx.x = (b·H + h)·tiles + tile; the tile holds the value columns
 // [v0, v0 + n_values) and, when normalised, the normaliser as column n_values.
@@ -253,13 +252,8 @@ void enqueue(HlaRecurrence r, const KernelArgs<T>& p, unsigned blocks, cudaStrea
 
 Status launch_hla(const LaunchArgs& args, const char* name, HlaRecurrence r, bool normalized) {
   Validator val(name, args);
-  const DType dt = val.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
-  const TensorView* q = val.input("q", "BTHK", dt);
-  const TensorView* k = val.input("k", "BTHK", dt);
-  const TensorView* v = val.input("v", "BTHV", dt);
-  const TensorView* o = val.output("o", "BTHV", dt);
-  val.require_size('K', 1, kMaxK);
-  val.require_size('V', 1, std::int64_t{1} << 30);
+  const HlaInputs in = validate_hla(val);
+  const DType dt = in.dtype;
   const int values_per_tile = kColumns - (normalized ? 1 : 0);
   const std::int64_t B = val.size('B'), T = val.size('T'), H = val.size('H');
   const int K = static_cast<int>(val.size('K')), V = static_cast<int>(val.size('V'));
@@ -271,8 +265,8 @@ Status launch_hla(const LaunchArgs& args, const char* name, HlaRecurrence r, boo
 
   dispatch_float(dt, [&](auto tag) {
     using E = decltype(tag);
-    const KernelArgs<E> p{strided<const E>(q), strided<const E>(k), strided<const E>(v), strided<E>(o), T, H, K, V,
-                          tiles, values_per_tile, normalized, normalized ? kNormalizedEps : 0.0f};
+    const KernelArgs<E> p{strided<const E>(in.q), strided<const E>(in.k), strided<const E>(in.v), strided<E>(in.o), T, H,
+                          K, V, tiles, values_per_tile, normalized, normalized ? kHlaNormalizedEps : 0.0f};
     const auto n = static_cast<unsigned>(blocks);
     if (K <= 32) enqueue<E, 32>(r, p, n, stream_of(args));
     else if (K <= 64) enqueue<E, 64>(r, p, n, stream_of(args));
@@ -282,14 +276,8 @@ Status launch_hla(const LaunchArgs& args, const char* name, HlaRecurrence r, boo
 }
 
 Kernel hla_kernel(const char* name, const char* mechanism, const char* description, HlaRecurrence r, bool normalized) {
-  Kernel kn;
-  kn.name = name;
-  kn.mechanism = mechanism;
-  kn.description = description;
-  kn.dtypes = {DType::bf16, DType::fp16, DType::fp32};
-  kn.limits.max_K = kMaxK;
-  kn.launch = [name, r, normalized](const LaunchArgs& args) { return launch_hla(args, name, r, normalized); };
-  return kn;
+  return hla_entry(name, mechanism, description,
+                   [name, r, normalized](const LaunchArgs& args) { return launch_hla(args, name, r, normalized); });
 }
 
 }  // namespace

@@ -13,6 +13,8 @@ const std::vector<Kernel>& kernels() {
     detail::append_ccq_kernels(out);
     detail::append_delta_rule_chunked_kernels(out);
     detail::append_log_linear_chunked_kernels(out);
+    detail::append_hla_chunked_kernels(out);
+    detail::append_ahla_chunked_kernels(out);
     return out;
   }();
   return all;
