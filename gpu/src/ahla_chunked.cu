@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads) ahla_summary(const Params<T> p) {
       zero(acc);
       warp_product<T, kChunk>(acc, kt_op, wt_op, m0, n0);
       for_each_element(acc, m0, n0, [&](int d, int col, float y) {
-        if (v0 + col < p.dw) P[d * p.dw + v0 + col] = y;
+        if (v0 + col < p.dw) P[std::int64_t{d} * p.dw + v0 + col] = y;
       });
     });
     __syncthreads();  // the Wᵀ tile is read no more
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kThreads) ahla_cross(const Params<T> p) {
   float* const Yt = p.rows + ch.record * kChunk * p.dw;
   for (int v0 = 0; v0 < p.dw; v0 += kTile) {
     __syncthreads();  // A is formed; the previous tile is read no more
-    fill_transposed<kTile>(pt_op, [&](int d, int c) { return v0 + c < p.dw ? P[d * p.dw + v0 + c] : 0.f; });
+    fill_transposed<kTile>(pt_op, [&](int d, int c) { return v0 + c < p.dw ? P[std::int64_t{d} * p.dw + v0 + c] : 0.f; });
     fill_transposed<kTile>(wt_op, [&](int s, int c) { return in.value(s, v0 + c); });
     __syncthreads();
     for_each_strip<kTile, kChunk, 2>([&](int m0, int n0) {
@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kThreads) ahla_cross(const Params<T> p) {
       warp_product<T, kChunk>(acc, wt_op, a_op, m0, n0);
       for_each_pair(acc, m0, n0, [&](int col, int i, float y0, float y1) {
         store_pair(yt_op, col, i, y0, y1);
-        if (v0 + col < p.dw) *reinterpret_cast<float2*>(&Yt[(v0 + col) * kChunk + i]) = make_float2(y0, y1);
+        if (v0 + col < p.dw) *reinterpret_cast<float2*>(&Yt[std::int64_t{v0 + col} * kChunk + i]) = make_float2(y0, y1);
       });
     });
     __syncthreads();
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kThreads) ahla_cross(const Params<T> p) {
       zero(acc);
       warp_product<T, kChunk>(acc, kt_op, yt_op, m0, n0);
       for_each_element(acc, m0, n0, [&](int d, int col, float y) {
-        if (v0 + col < p.dw) X[d * p.dw + v0 + col] = y;
+        if (v0 + col < p.dw) X[std::int64_t{d} * p.dw + v0 + col] = y;
       });
     });
   }
@@ -154,8 +154,8 @@ __global__ void __launch_bounds__(kThreads) ahla_output(const Params<T> p) {
   for (int i = 0; i < tiles; ++i) {
     const int v0 = output_tile_start(i, p.V, p.dw, p.normalized);
     __syncthreads();  // A is formed; the previous tile is read no more
-    fill_transposed<kTile>(et_op, [&](int d, int c) { return v0 + c < p.dw ? E[d * p.dw + v0 + c] : 0.f; });
-    fill(yt_op, kTile, [&](int c, int j) { return v0 + c < p.dw ? Yt[(v0 + c) * kChunk + j] : 0.f; });
+    fill_transposed<kTile>(et_op, [&](int d, int c) { return v0 + c < p.dw ? E[std::int64_t{d} * p.dw + v0 + c] : 0.f; });
+    fill(yt_op, kTile, [&](int c, int j) { return v0 + c < p.dw ? Yt[std::int64_t{v0 + c} * kChunk + j] : 0.f; });
     __syncthreads();
     float acc[2][2][4];
 #pragma unroll

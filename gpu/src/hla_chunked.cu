@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) second_cross(const Params<T> p) {
       zero(acc);
       warp_product<T, kChunk>(acc, n_op, wt_op, m0, n0);
       for_each_element(acc, m0, n0, [&](int d, int col, float y) {
-        if (v0 + col < p.dw) X[d * p.dw + v0 + col] = y;
+        if (v0 + col < p.dw) X[std::int64_t{d} * p.dw + v0 + col] = y;
       });
     });
   }
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) second_output(const Params<T> p) {
   for (int i = 0; i < tiles; ++i) {
     const int v0 = output_tile_start(i, p.V, p.dw, p.normalized);
     __syncthreads();  // P is formed; the previous tile is read no more
-    fill_transposed<kTile>(ft_op, [&](int d, int c) { return v0 + c < p.dw ? F[d * p.dw + v0 + c] : 0.f; });
+    fill_transposed<kTile>(ft_op, [&](int d, int c) { return v0 + c < p.dw ? F[std::int64_t{d} * p.dw + v0 + c] : 0.f; });
     fill_transposed<kTile>(wt_op, [&](int s, int c) { return in.value(s, v0 + c); });
     __syncthreads();
     float acc[2][2][4];

@@ -214,8 +214,7 @@ __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
 // ---- chunk_output ----------------------------------------------------------------------------------
 // Shared memory (words): ChunkDecays, γ [64], Q and K [64 rows][KP] (input terms), Vᵀ [kOutTileV
 // rows][64] (input terms), P [64 rows][64] and one E^(m) [kOutTileV rows][KP] (kReadTerms), λ
-// [64][token_levels] (dynamic tail). Once the in-chunk part is formed, K, Vᵀ and P are read no more
-// and their words stage each level's fp32 slice [KP][kOutTileV + 4].
+// [64][token_levels] (dynamic tail).
 template <class T, int KP>
 struct OutputLayout {
   static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, KP);
@@ -223,8 +222,31 @@ struct OutputLayout {
   static constexpr int kP = operand_words<T, kReadTerms>(kChunk, kChunk);
   static constexpr int kE = operand_words<T, kReadTerms>(kOutTileV, KP);
   static constexpr int kFixedWords = ChunkDecays::kWords + kChunk + 2 * kQ + kVt + kP + kE;
-  static constexpr int kStage = KP * (kOutTileV + 4);
-  static_assert(kStage <= kQ + kVt + kP, "the staged level fits the words of K, Vᵀ and P");
+};
+
+// This thread's part of a level's slice [KP][kOutTileV] (columns v0 …): element pairs (d, d + 1) of a
+// column, held in registers so that the next live level loads while the current one is multiplied. A
+// warp's 32 pairs are 8 columns × 4 pair words: 32 B of each of 8 rows of the slice, and 32 distinct
+// banks of the operand (pitch ≡ 4 words mod 32).
+template <int KP>
+struct LevelSlice {
+  static constexpr int kPairs = kOutTileV * (KP / 2) / kThreads;
+  float first[kPairs], second[kPairs];
+  __device__ static int column(int u) { return (threadIdx.x / 32 + kThreads / 32 * u) % (kOutTileV / 8) * 8 + threadIdx.x % 32 / 4; }
+  __device__ static int row(int u) { return ((threadIdx.x / 32 + kThreads / 32 * u) / (kOutTileV / 8) * 4 + threadIdx.x % 4) * 2; }
+  __device__ void load(const float* level, int V, int v0) {
+#pragma unroll
+    for (int u = 0; u < kPairs; ++u) {
+      const int col = v0 + column(u), d = row(u);
+      first[u] = col < V ? level[std::int64_t{d} * V + col] : 0.f;
+      second[u] = col < V ? level[std::int64_t{d + 1} * V + col] : 0.f;
+    }
+  }
+  template <class Op>
+  __device__ void store(const Op& e_op) const {
+#pragma unroll
+    for (int u = 0; u < kPairs; ++u) store_pair(e_op, column(u), row(u), first[u], second[u]);
+  }
 };
 
 // Level ℓ(t, s) of two tokens of one chunk (local indices s ≤ t): 0 on the diagonal.
@@ -295,29 +317,23 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
   static_assert(strips == 16);
   const std::int64_t chunk0 = h * p.B * p.chunks + b * p.chunks;  // (head, slot) of the sequence's chunk 0
   const float* const scales = p.level_scale + (chunk0 + c) * p.chunk_levels;
-  float* const stage = q_words + L::kQ;  // over K, Vᵀ and P
-  constexpr int sp = kOutTileV + 4;
-  for (int m = 1; m <= p.chunk_levels; ++m) {
-    if (((c >> (m - 1)) & 1) == 0) continue;
-    __syncthreads();  // the previous level's operand (or K, Vᵀ, P) is read no more
-    // E_c^(m) = σ_c^(m) B_c', c' = c with its m − 1 low bits cleared (header).
-    const float* const level = p.cascades + (chunk0 + (c & ~((std::int64_t{1} << (m - 1)) - 1))) * level_words<KP>(V);
+  // The live levels m are the set bits m − 1 of c; E_c^(m) = σ_c^(m) B_c', c' = c with its m − 1 low bits
+  // cleared (header).
+  const auto cascade_of = [&](int m) {
+    return p.cascades + (chunk0 + (c & ~((std::int64_t{1} << (m - 1)) - 1))) * level_words<KP>(V);
+  };
+  std::int64_t live = c;
+  int m = __ffsll(static_cast<long long>(live));
+  LevelSlice<KP> slice;
+  if (m > 0) slice.load(cascade_of(m), V, v0);
+  while (m > 0) {
+    __syncthreads();  // the previous level's operand is read no more
+    slice.store(e_op);
     const float sigma = scales[m - 1];
-    for (int e = threadIdx.x; e < KP * kOutTileV / 4; e += kThreads) {
-      const int d = e / (kOutTileV / 4), c4 = e % (kOutTileV / 4) * 4, col = v0 + c4;
-      const float* const src = level + std::int64_t{d} * V + col;
-      float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (V % 4 == 0) {
-        if (col < V) x = *reinterpret_cast<const float4*>(src);
-      } else {
-        x.x = col < V ? src[0] : 0.f, x.y = col + 1 < V ? src[1] : 0.f;
-        x.z = col + 2 < V ? src[2] : 0.f, x.w = col + 3 < V ? src[3] : 0.f;
-      }
-      *reinterpret_cast<float4*>(stage + d * sp + c4) = x;
-    }
     __syncthreads();
-    fill(e_op, kOutTileV, [&](int col, int d) { return stage[d * sp + col]; });
-    __syncthreads();
+    live &= live - 1;
+    const int next = __ffsll(static_cast<long long>(live));
+    if (next > 0) slice.load(cascade_of(next), V, v0);  // in flight during this level's products
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
       const int strip = warp + 8 * s, m0 = strip % 4 * 16, n0 = strip / 4 * 16;
@@ -332,6 +348,7 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
         for (int j = 0; j < 2; ++j) acc[s][j][r] = fmaf(w, read[j][r], acc[s][j][r]);
       }
     }
+    m = next;
   }
   const TokenRows<T> o = rows_of(p.o, b, h);
 #pragma unroll
