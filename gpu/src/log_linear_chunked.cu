@@ -20,14 +20,15 @@
 // σ_c^(m) = Π A over chunks c' … c − 1.
 // Three kernels: chunk_summary (one block per (head, chunk), all at once) writes D_c [KP][V] fp32 and
 // A_c; level_pass (one block per (batch, head, tile of kLevelTileV value columns), chunks in order: the
-// only sequential part, elementwise) writes each chunk's cascade B_c (one [KP][V] slice per chunk) and
-// the scales σ_c^(m) of its live levels; chunk_output (one block per (head, chunk, tile of kOutTileV
-// columns), all at once) forms o.
+// only sequential part, elementwise) writes each chunk's cascade B_c once, split into chunk_output's
+// operand layout (cascade_image), and the scales σ_c^(m) of its live levels; chunk_output (one block per
+// (head, chunk, tile of kOutTileV columns), all at once) forms o, copying each live level's image in by
+// cp.async while the one before it is multiplied.
 // Arithmetic (chunk_operands.cuh): D = K̃ᵀ V with K̃ = Diag(Γ_end) K in three bf16 terms and V exact;
-// E fp32, read as two terms; P = (Q Kᵀ) ⊙ Γ ⊙ Λ as two terms; fp32 inputs by FMA in fp64.
+// E summed in fp32, written as two terms; P = (Q Kᵀ) ⊙ Γ ⊙ Λ as two terms; fp32 inputs by FMA in fp64.
 //
 // Workspace (stream-ordered, chunk_launch.cuh): per (head, chunk) D_c, B_c, A_c and the σ_c^(m), e.g.
-// 2.1 GB at B = 1, H = 16, K = V = 128, T = 65,536.
+// 2.2 GB at B = 1, H = 16, K = V = 128, T = 65,536.
 #include <algorithm>
 #include <string>
 
@@ -50,6 +51,7 @@ constexpr int kChunk = 64;
 constexpr int kChunkBits = 6;  // log2 kChunk: chunk level m is token level 6 + m
 constexpr int kThreads = kBlockThreads;
 constexpr int kLevelTileV = 16;  // value columns per level_pass block
+constexpr int kLevelPitch = kLevelTileV + 1;  // words a row of level_pass's levels
 constexpr int kOutTileV = 64;    // value columns per chunk_output block
 constexpr int kSumTileV = 64;    // value columns per product pass of chunk_summary
 constexpr int kSummaryTerms = 3;  // K̃ (fp32) in chunk_summary
@@ -64,7 +66,7 @@ struct Params {
   Strided<T> o;
   float* summaries = nullptr;  // D_c [H][B·chunks][KP][V]
   float* chunk_decay = nullptr;  // A_c [H][B·chunks]
-  float* cascades = nullptr;  // B_c [H][B·chunks][KP][V] fp32 (c = 0: unused)
+  float* cascades = nullptr;  // B_c [H][B·chunks][out_tiles] operand images (kImageWords; c = 0: unused)
   float* level_scale = nullptr;  // σ_c^(m) [H][B·chunks][chunk_levels]
   std::int64_t tokens = 0, chunks = 0, B = 0;
   int H = 0, K = 0, V = 0;
@@ -73,9 +75,13 @@ struct Params {
   int level_tiles = 0, out_tiles = 0;
 };
 
-template <int KP>
-__host__ __device__ __forceinline__ std::int64_t level_words(int V) {
-  return std::int64_t{KP} * V;
+// B_c of a record as chunk_output's B operand, one image per output tile: its kOutTileV columns as
+// rows, reduction over the KP rows of B_c, in kReadTerms bf16 planes (fp32 inputs: floats).
+template <class T, int KP>
+constexpr int kImageWords = operand_words<T, kReadTerms>(kOutTileV, KP);
+template <class T, int KP>
+__device__ __forceinline__ Operand<T, kReadTerms, KP> cascade_image(const Params<T>& p, std::int64_t record, int out_tile) {
+  return operand_at<T, kReadTerms, KP>(p.cascades + (record * p.out_tiles + out_tile) * kImageWords<T, KP>, kOutTileV);
 }
 
 // ---- chunk_summary ---------------------------------------------------------------------------------
@@ -133,22 +139,24 @@ __global__ void __launch_bounds__(kThreads) chunk_summary(const Params<T> p) {
 }
 
 // ---- level_pass ------------------------------------------------------------------------------------
-// E^(0..chunk_levels) [KP][kLevelTileV] fp32 in shared memory, each with a scale: the level is
-// scale_m · E^(m), so that decaying every level by A_c is one multiply a level, folded into E only when
-// the level is cascaded. Per chunk: cascade and write its sum B_c (fp32 [KP][V] slice of chunk_output's
-// workspace), write the levels' scales (tile 0), decay the scales, write D_c at level 0 (header).
-// Thread e owns elements e, e + kThreads, … of every level in the cascade and the write of level 0.
+// E^(0..chunk_levels) [KP][kLevelTileV] fp32 in shared memory (rows padded to kLevelPitch), each with
+// a scale: the level is scale_m · E^(m), so that decaying every level by A_c is one multiply a level,
+// folded into E only when the level is cascaded. Per chunk: cascade and write its sum B_c (the block's
+// rows of chunk_output's operand image, header), write the levels' scales (tile 0), decay the scales,
+// write D_c at level 0. Thread e owns elements e, e + kThreads, … (row e / kLevelTileV, column
+// e % kLevelTileV) of every level in the cascade and the write of level 0.
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
-  constexpr int tile = KP * kLevelTileV, per = tile / kThreads;
+  constexpr int tile = KP * kLevelTileV, tile_words = KP * kLevelPitch, per = tile / kThreads;
   extern __shared__ float4 smem_vec[];
   float* const scale = reinterpret_cast<float*>(smem_vec);  // [32]
-  float* const E = scale + 32;                                // [chunk_levels + 1][KP][kLevelTileV]
+  float* const E = scale + 32;                                // [chunk_levels + 1][KP][kLevelPitch]
+  const auto slot = [](int e) { return e / kLevelTileV * kLevelPitch + e % kLevelTileV; };
   const int col0 = static_cast<int>(blockIdx.x % p.level_tiles) * kLevelTileV;
   const int h = static_cast<int>(blockIdx.x / p.level_tiles % p.H);
   const std::int64_t b = blockIdx.x / p.level_tiles / p.H;
   const int V = p.V;
-  for (int e = threadIdx.x; e < (p.chunk_levels + 1) * tile; e += kThreads) E[e] = 0.f;
+  for (int e = threadIdx.x; e < (p.chunk_levels + 1) * tile_words; e += kThreads) E[e] = 0.f;
   if (threadIdx.x < 32) scale[threadIdx.x] = 1.f;
 
   const std::int64_t first = h * p.B * p.chunks + b * p.chunks;  // (head, slot) of chunk 0
@@ -173,31 +181,24 @@ __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
       const int j = __ffsll(static_cast<long long>(c)) - 1;
 #pragma unroll
       for (int i = 0; i < per; ++i) {
-        const int e = threadIdx.x + i * kThreads;
+        const int e = slot(threadIdx.x + i * kThreads);
         float run = scale[0] * E[e];
         E[e] = 0.f;
         for (int m = 1; m <= j; ++m) {
-          run += scale[m] * E[m * tile + e];
-          E[m * tile + e] = 0.f;
+          run += scale[m] * E[m * tile_words + e];
+          E[m * tile_words + e] = 0.f;
         }
-        E[(j + 1) * tile + e] = run;
+        E[(j + 1) * tile_words + e] = run;
       }
       __syncthreads();  // every thread has read the scales of levels 0..j and written its sums
       if (threadIdx.x <= j + 1) scale[threadIdx.x] = 1.f;
-      // B_c = E^(j+1) to its [KP][V] slice (rows of 16 columns: four float4 or scalars).
-      const float* const sum = E + (j + 1) * tile;
-      float* const out = p.cascades + (first + c) * level_words<KP>(V);
-      for (int e = threadIdx.x; e < tile / 4; e += kThreads) {
-        const int d = e / (kLevelTileV / 4), c4 = e % (kLevelTileV / 4) * 4, col = col0 + c4;
-        const float4 x = *reinterpret_cast<const float4*>(sum + d * kLevelTileV + c4);
-        float* const dst = out + std::int64_t{d} * V + col;
-        if (V % 4 == 0 && col < V) {
-          *reinterpret_cast<float4*>(dst) = x;
-        } else {
-          const float y[4] = {x.x, x.y, x.z, x.w};
-          for (int q = 0; q < 4; ++q)
-            if (col + q < V) dst[q] = y[q];
-        }
+      // B_c = E^(j+1): the block's kLevelTileV rows of its output tile's operand image, each row's pair
+      // words by consecutive threads (coalesced; rows of E padded, so the column reads do not conflict).
+      const float* const sum = E + (j + 1) * tile_words;
+      const auto image = cascade_image<T, KP>(p, first + c, col0 / kOutTileV);
+      for (int e = threadIdx.x; e < kLevelTileV * (KP / 2); e += kThreads) {
+        const int col = e / (KP / 2), d = e % (KP / 2) * 2;
+        store_pair(image, col0 % kOutTileV + col, d, sum[d * kLevelPitch + col], sum[(d + 1) * kLevelPitch + col]);
       }
       __syncthreads();  // the reset scales are visible
     }
@@ -207,14 +208,15 @@ __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
     // its own elements, which only it reads in the cascade).
     if (threadIdx.x >= 1 && threadIdx.x <= p.chunk_levels) scale[threadIdx.x] *= p.chunk_decay[first + c];
 #pragma unroll
-    for (int i = 0; i < per; ++i) E[threadIdx.x + i * kThreads] = current[i];
+    for (int i = 0; i < per; ++i) E[slot(threadIdx.x + i * kThreads)] = current[i];
   }
 }
 
 // ---- chunk_output ----------------------------------------------------------------------------------
 // Shared memory (words): ChunkDecays, γ [64], Q and K [64 rows][KP] (input terms), Vᵀ [kOutTileV
 // rows][64] (input terms), P [64 rows][64] and one E^(m) [kOutTileV rows][KP] (kReadTerms), λ
-// [64][token_levels] (dynamic tail).
+// [64][token_levels] (dynamic tail). The live levels' images are copied in by cp.async, each while the
+// level before it is multiplied: into E, and, once the in-chunk part is formed, over K, Vᵀ and P.
 template <class T, int KP>
 struct OutputLayout {
   static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, KP);
@@ -222,31 +224,7 @@ struct OutputLayout {
   static constexpr int kP = operand_words<T, kReadTerms>(kChunk, kChunk);
   static constexpr int kE = operand_words<T, kReadTerms>(kOutTileV, KP);
   static constexpr int kFixedWords = ChunkDecays::kWords + kChunk + 2 * kQ + kVt + kP + kE;
-};
-
-// This thread's part of a level's slice [KP][kOutTileV] (columns v0 …): element pairs (d, d + 1) of a
-// column, held in registers so that the next live level loads while the current one is multiplied. A
-// warp's 32 pairs are 8 columns × 4 pair words: 32 B of each of 8 rows of the slice, and 32 distinct
-// banks of the operand (pitch ≡ 4 words mod 32).
-template <int KP>
-struct LevelSlice {
-  static constexpr int kPairs = kOutTileV * (KP / 2) / kThreads;
-  float first[kPairs], second[kPairs];
-  __device__ static int column(int u) { return (threadIdx.x / 32 + kThreads / 32 * u) % (kOutTileV / 8) * 8 + threadIdx.x % 32 / 4; }
-  __device__ static int row(int u) { return ((threadIdx.x / 32 + kThreads / 32 * u) / (kOutTileV / 8) * 4 + threadIdx.x % 4) * 2; }
-  __device__ void load(const float* level, int V, int v0) {
-#pragma unroll
-    for (int u = 0; u < kPairs; ++u) {
-      const int col = v0 + column(u), d = row(u);
-      first[u] = col < V ? level[std::int64_t{d} * V + col] : 0.f;
-      second[u] = col < V ? level[std::int64_t{d + 1} * V + col] : 0.f;
-    }
-  }
-  template <class Op>
-  __device__ void store(const Op& e_op) const {
-#pragma unroll
-    for (int u = 0; u < kPairs; ++u) store_pair(e_op, column(u), row(u), first[u], second[u]);
-  }
+  static_assert(kImageWords<T, KP> == kE && kE <= kQ + kVt + kP, "a level's image fits E and the words of K, Vᵀ, P");
 };
 
 // Level ℓ(t, s) of two tokens of one chunk (local indices s ≤ t): 0 on the diagonal.
@@ -275,6 +253,15 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
   const int K = p.K, V = p.V, v0 = tile * kOutTileV, levels = p.token_levels;
   const TokenRows<const T> q = rows_of(p.q, b, 0), k = rows_of(p.k, b, 0), v = rows_of(p.v, b, h);
   const TokenRows<const T> gate = rows_of(p.g, b, h);
+
+  // The live levels m are the set bits m − 1 of c; E_c^(m) = σ_c^(m) B_c', c' = c with its m − 1 low bits
+  // cleared (header). The first one's image is copied into E at once.
+  const std::int64_t chunk0 = h * p.B * p.chunks + b * p.chunks;  // (head, slot) of the sequence's chunk 0
+  const auto level_record = [&](int m) { return chunk0 + (c & ~((std::int64_t{1} << (m - 1)) - 1)); };
+  std::int64_t live = c;
+  int m = __ffsll(static_cast<long long>(live));
+  if (m > 0) copy_operand_async(e_op, cascade_image<T, KP>(p, level_record(m), tile));
+  commit_async();
 
   fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
   fill(k_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(k(t0 + i, d)) : 0.f; });
@@ -315,31 +302,24 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
     warp_product<T, kChunk>(acc[s], p_op, vt_op, m0, n0);
   }
   static_assert(strips == 16);
-  const std::int64_t chunk0 = h * p.B * p.chunks + b * p.chunks;  // (head, slot) of the sequence's chunk 0
   const float* const scales = p.level_scale + (chunk0 + c) * p.chunk_levels;
-  // The live levels m are the set bits m − 1 of c; E_c^(m) = σ_c^(m) B_c', c' = c with its m − 1 low bits
-  // cleared (header).
-  const auto cascade_of = [&](int m) {
-    return p.cascades + (chunk0 + (c & ~((std::int64_t{1} << (m - 1)) - 1))) * level_words<KP>(V);
-  };
-  std::int64_t live = c;
-  int m = __ffsll(static_cast<long long>(live));
-  LevelSlice<KP> slice;
-  if (m > 0) slice.load(cascade_of(m), V, v0);
+  const decltype(e_op) buffers[2] = {e_op, operand_at<T, kReadTerms, KP>(q_words + L::kQ, kOutTileV)};
+  int buffer = 0;
   while (m > 0) {
-    __syncthreads();  // the previous level's operand is read no more
-    slice.store(e_op);
-    const float sigma = scales[m - 1];
-    __syncthreads();
     live &= live - 1;
     const int next = __ffsll(static_cast<long long>(live));
-    if (next > 0) slice.load(cascade_of(next), V, v0);  // in flight during this level's products
+    __syncthreads();  // the other buffer (K, Vᵀ, P, or the level before) is read no more
+    if (next > 0) copy_operand_async(buffers[buffer ^ 1], cascade_image<T, KP>(p, level_record(next), tile));
+    commit_async();
+    wait_async<1>();  // this thread's part of level m
+    __syncthreads();  // every thread's
+    const float sigma = scales[m - 1];
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
       const int strip = warp + 8 * s, m0 = strip % 4 * 16, n0 = strip / 4 * 16;
       float read[2][4];
       zero(read);
-      warp_product<T, KP>(read, q_op, e_op, m0, n0);
+      warp_product<T, KP>(read, q_op, buffers[buffer], m0, n0);
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int t = m0 + g + 8 * (r / 2);
@@ -348,6 +328,7 @@ __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
         for (int j = 0; j < 2; ++j) acc[s][j][r] = fmaf(w, read[j][r], acc[s][j][r]);
       }
     }
+    buffer ^= 1;
     m = next;
   }
   const TokenRows<T> o = rows_of(p.o, b, h);
@@ -382,7 +363,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::int64_t records = p.H * p.B * p.chunks;
   const std::int64_t summary_floats = records * KP * p.V;
   const std::int64_t decay_floats = (records + 3) / 4 * 4;
-  const std::int64_t cascade_floats = records * level_words<KP>(p.V);
+  const std::int64_t cascade_floats = records * p.out_tiles * kImageWords<T, KP>;
   const std::int64_t scale_floats = records * p.chunk_levels;
   const std::size_t bytes =
       sizeof(float) * static_cast<std::size_t>(summary_floats + decay_floats + cascade_floats + scale_floats);
