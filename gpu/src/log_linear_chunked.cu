@@ -350,7 +350,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::size_t summary_smem = sizeof(float) * SummaryLayout<T, KP>::kWords;
   // Shared memory grows with the levels; each kernel is opted in to its largest size, which concurrent
   // launches of other lengths (larc gate --jobs) then never lower under one another.
-  const auto pass_smem_for = [](int chunk_levels) { return sizeof(float) * (32 + (chunk_levels + 1) * KP * kLevelTileV); };
+  const auto pass_smem_for = [](int chunk_levels) { return sizeof(float) * (32 + (chunk_levels + 1) * KP * kLevelPitch); };
   const auto output_smem_for = [](int token_levels) {
     return sizeof(float) * (OutputLayout<T, KP>::kFixedWords + kChunk * token_levels);
   };
