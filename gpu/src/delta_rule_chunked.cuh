@@ -68,6 +68,7 @@ struct Params {
   Strided<float> final_state;          // optional
   float* workspace = nullptr;          // Records, [H][slots]
   float* states = nullptr;             // S_c entering each chunk, [H][slots][KP][V]
+  float* solve = nullptr;  // optional: (T Diag(β))ᵀ of each chunk, [H][slots] solve_operand (log-linear-gdn-chunked)
   const void* cu_seqlens = nullptr;    // varlen: [N+1] int32 or int64; B = 1
   bool cu_seqlens_int64 = false;
   const std::int64_t* first_slot = nullptr;  // varlen: sequence n's records from slot first_slot[n] ([N+1], chunk_map)
@@ -106,6 +107,15 @@ struct Record {
 template <class T, int KP>
 __device__ __forceinline__ float* record_of(const Params<T>& p, int h, std::int64_t slot) {
   return p.workspace + (h * p.slots + slot) * Record<T, KP>::words(p.V);
+}
+
+// (T Diag(β))ᵀ of (head, slot), the chunk's attention solve (A_chunk = P T Diag(β) is the chunk's own
+// token-to-token attention): [64 rows][64] in kOutputTerms planes, row s holding column s of T Diag(β).
+template <class T>
+constexpr int kSolveWords = operand_words<T, kOutputTerms>(kChunk, kChunk);
+template <class T>
+__device__ __forceinline__ Operand<T, kOutputTerms, kChunk> solve_operand(const Params<T>& p, int h, std::int64_t slot) {
+  return operand_at<T, kOutputTerms, kChunk>(p.solve + (h * p.slots + slot) * kSolveWords<T>, kChunk);
 }
 
 // S_c of (head, slot) as chunk_output's B operand: [V rows][KP] in kOutputTerms planes.
@@ -353,6 +363,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
     for (int i = 0; i < kChunk; ++i) t_s[i * cp + col] = x[i] * beta;
   }
   __syncthreads();
+  if (p.solve != nullptr) fill(solve_operand(p, h, slot), kChunk, [&](int s, int r) { return t_s[r * cp + s]; });
 
   // W = (T Diag(β) Diag(γ)) K: all KP columns (zero past K), to the record.
   fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j] * gamma_s[j]; });

@@ -53,5 +53,6 @@ void append_delta_rule_chunked_kernels(std::vector<Kernel>& out);  // delta_rule
 void append_log_linear_chunked_kernels(std::vector<Kernel>& out);  // log_linear_chunked.cu: log-linear-chunked
 void append_hla_chunked_kernels(std::vector<Kernel>& out);  // hla_chunked.cu: hla, hla-normalized
 void append_ahla_chunked_kernels(std::vector<Kernel>& out);  // ahla_chunked.cu: ahla
+void append_log_linear_gdn_chunked_kernels(std::vector<Kernel>& out);  // log_linear_gdn_chunked.cu: log-linear-gdn
 
 }  // namespace larc::gpu::detail

@@ -36,6 +36,7 @@
 #include "chunk_operands.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "families.h"
+#include "log_linear_chunk_levels.cuh"
 #include "log_linear_inputs.h"
 
 namespace larc::gpu::detail {
@@ -44,11 +45,11 @@ namespace {
 
 using namespace chunk_operands;
 using namespace chunk_launch;
+using namespace log_linear_levels;
 using delta_rule::rows_of;
 using delta_rule::TokenRows;
 
 constexpr int kChunk = 64;
-constexpr int kChunkBits = 6;  // log2 kChunk: chunk level m is token level 6 + m
 constexpr int kThreads = kBlockThreads;
 constexpr int kLevelTileV = 16;  // value columns per level_pass block
 constexpr int kLevelPitch = kLevelTileV + 1;  // words a row of level_pass's levels
@@ -226,9 +227,6 @@ struct OutputLayout {
   static constexpr int kFixedWords = ChunkDecays::kWords + kChunk + 2 * kQ + kVt + kP + kE;
   static_assert(kImageWords<T, KP> == kE && kE <= kQ + kVt + kP, "a level's image fits E and the words of K, Vᵀ, P");
 };
-
-// Level ℓ(t, s) of two tokens of one chunk (local indices s ≤ t): 0 on the diagonal.
-__device__ __forceinline__ int in_chunk_level(int t, int s) { return t == s ? 0 : 32 - __clz(t ^ s); }
 
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
