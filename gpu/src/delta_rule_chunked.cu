@@ -63,7 +63,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     m.tokens = p.tokens;
     m.first_slot = reinterpret_cast<std::int64_t*>(workspace);
     p.first_slot = m.first_slot;
-    chunk_map<<<1, kMapThreads, 0, stream>>>(m);
+    chunk_map<kMapThreads><<<1, kMapThreads, 0, stream>>>(m);
   }
   if (records > 0) prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
   pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), kThreads, pass_smem, stream>>>(p);

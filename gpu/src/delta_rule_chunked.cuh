@@ -160,20 +160,23 @@ struct SequenceMap {
   std::int64_t* first_slot = nullptr;
 };
 
-__global__ void __launch_bounds__(kMapThreads) chunk_map(const SequenceMap m) {
-  __shared__ std::int64_t total[kMapThreads];
+// A template (THREADS = kMapThreads), so that every unit including this header may instantiate it: its
+// device code is merged at link time.
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) chunk_map(const SequenceMap m) {
+  __shared__ std::int64_t total[THREADS];
   const auto chunks_of = [&](std::int64_t n) -> std::int64_t {
     const std::int64_t bos = offset_at(m.cu_seqlens, m.int64, n), eos = offset_at(m.cu_seqlens, m.int64, n + 1);
     return 0 <= bos && bos <= eos && eos <= m.tokens ? chunks_in(eos - bos) : 0;
   };
   const int i = threadIdx.x;
-  const std::int64_t per = (m.sequences + kMapThreads - 1) / kMapThreads;
+  const std::int64_t per = (m.sequences + THREADS - 1) / THREADS;
   const std::int64_t first = i * per, last = first + per < m.sequences ? first + per : m.sequences;
   std::int64_t sum = 0;
   for (std::int64_t n = first; n < last; ++n) sum += chunks_of(n);
   total[i] = sum;
   __syncthreads();
-  for (int d = 1; d < kMapThreads; d *= 2) {  // inclusive scan of the run totals
+  for (int d = 1; d < THREADS; d *= 2) {  // inclusive scan of the run totals
     const std::int64_t x = i >= d ? total[i - d] : 0;
     __syncthreads();
     total[i] += x;
@@ -184,7 +187,7 @@ __global__ void __launch_bounds__(kMapThreads) chunk_map(const SequenceMap m) {
     m.first_slot[n] = slot;
     slot += chunks_of(n);
   }
-  if (i == kMapThreads - 1) m.first_slot[m.sequences] = total[i];
+  if (i == THREADS - 1) m.first_slot[m.sequences] = total[i];
 }
 
 // ‖k‖² by kla-fused-recurrent's tree (delta_rule_fused.cuh column_dot, any geometry): the KP rows (zero
