@@ -20,20 +20,40 @@ import math
 import re
 
 
+def live_levels(chunks):
+    """Σ over chunks c of the chunk levels c reads (popcount c, log_linear_chunk_levels.cuh)."""
+    return sum(bin(c).count("1") for c in range(chunks))
+
+
 def tensor_flops(kernel, T, H, D, chunk=64):
-    """The matrix products of one chunked forward (docs/perf-notes.md), 2 flops per multiply-add; None
-    for kernels without a model. Delta rule (GDN, KLA), per chunk and head: K Kᵀ, Q Kᵀ, W = T (β K) and
-    U = T (β V) (C² D each), the masked (Q Kᵀ) V_new (C² D), W S, Q S and Kᵀ V_new (C D² each)."""
+    """The matrix products of one chunked forward (docs/perf-notes.md), 2 flops per multiply-add, with
+    K = V = D; None for kernels without a model. Per chunk and head:
+    - GDN, KLA: K Kᵀ, Q Kᵀ, W = T (β K), U = T (β V) and the masked (Q Kᵀ) V_new (C² D each); W S, Q S and
+      Kᵀ V_new (C D² each).
+    - log-linear (Mamba-2): Q Kᵀ, P V (C² D); D_c = K̃ᵀ V (C D²); Q E per live level (C D²).
+    - log-linear-gdn: chunk_prepare's K Kᵀ, Q Kᵀ, W, U (C² D), P (T β) (C³), P W, (Λ ⊙ A) V (C² D); K̃ᵀ U
+      (C D²); per live level W S and K̃ᵀ (W S) in the level pass and Q_W S in the output (C D² each).
+    - HLA second order: Kᵀ K, S_p Qᵀ, N W, Q S_p, Q F_p (C D²); Q Kᵀ twice, Kᵀ Aᵀ, U Qᵀ, P W (C² D); A Aᵀ (C³).
+    - AHLA: Kᵀ W, Q P_p, Kᵀ Y, Q E_p (C D²); Q Kᵀ twice, W Aᵀ, A Y (C² D)."""
+    chunks = -(-T // chunk)
+    c2d, cd2, c3 = chunk * chunk * D, chunk * D * D, chunk ** 3
     if kernel.startswith(("gdn-chunked", "kla-chunked")):
-        chunks = -(-T // chunk)
-        return 2 * H * chunks * (5 * chunk * chunk * D + 3 * chunk * D * D)
+        return 2 * H * chunks * (5 * c2d + 3 * cd2)
+    if kernel == "log-linear-chunked":
+        return 2 * H * (chunks * (2 * c2d + cd2) + live_levels(chunks) * cd2)
+    if kernel == "log-linear-gdn-chunked":
+        return 2 * H * (chunks * (6 * c2d + c3 + cd2) + 3 * live_levels(chunks) * cd2)
+    if kernel in ("hla-chunked", "hla-normalized-chunked"):
+        return 2 * H * chunks * (5 * cd2 + 5 * c2d + c3)
+    if kernel == "ahla-chunked":
+        return 2 * H * chunks * (4 * cd2 + 4 * c2d)
     return None
 
 
 def peer_of(kernel, kind):
     if kernel.startswith(("gdn-chunked", "kla-chunked")):
         return "fla-chunk-gdn"
-    if kernel.startswith("log-linear") and "-chunked" in kernel:
+    if kernel == "log-linear-chunked":  # FLA has no chunked GDN variant of log-linear attention
         return "fla-chunk-log-linear"
     if kernel.startswith("gdn-"):
         return "fla-fused-recurrent-gdn"
@@ -83,7 +103,7 @@ def chunked_targets(rows):
             out.append(f"- {name} vs FLA chunk GDN (≥ 1.0× at every T ≥ 8k, aim 1.3×): worst {worst['speedup']:.2f}× "
                        f"at T = {worst['T']} — {'met' if worst['speedup'] >= 1.0 else 'NOT met'}.")
     for (k, t), r in sorted(prefill.items()):
-        if k.startswith("log-linear") and k.endswith("-chunked") and t == 65536 and r["speedup"]:
+        if k == "log-linear-chunked" and t == 65536 and r["speedup"]:
             out.append(f"- {k} vs FLA chunk log-linear at T = 64k (≥ 3×): {r['speedup']:.2f}× — "
                        f"{'met' if r['speedup'] >= 3.0 else 'NOT met'}.")
         if k.startswith("vla") and k.endswith("-chunked") and t >= 16384 and r["peer_ms"]:

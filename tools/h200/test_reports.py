@@ -39,6 +39,7 @@ class BenchReport(unittest.TestCase):
         self.assertEqual(bench_report.peer_of("gdn-chunked", "prefill"), "fla-chunk-gdn")
         self.assertEqual(bench_report.peer_of("kla-chunked", "prefill"), "fla-chunk-gdn")
         self.assertEqual(bench_report.peer_of("log-linear-chunked", "prefill"), "fla-chunk-log-linear")
+        self.assertEqual(bench_report.peer_of("log-linear-gdn-chunked", "prefill"), "sdpa-causal")
         self.assertEqual(bench_report.peer_of("gdn-fused-recurrent", "decode"), "fla-fused-recurrent-gdn")
         self.assertEqual(bench_report.peer_of("hla-fused-recurrent", "prefill"), "sdpa-causal")
         self.assertIsNone(bench_report.peer_of("la-fused-recurrent", "decode"))
@@ -48,6 +49,12 @@ class BenchReport(unittest.TestCase):
         self.assertEqual(bench_report.tensor_flops("gdn-chunked", 64, 1, 128), 2 * (5 * 64 * 64 * 128 + 3 * 64 * 128 * 128))
         self.assertEqual(bench_report.tensor_flops("gdn-chunked", 65, 1, 128), 2 * bench_report.tensor_flops("gdn-chunked", 64, 1, 128))
         self.assertIsNone(bench_report.tensor_flops("gdn-fused-recurrent", 64, 1, 128))
+        # Two chunks: chunk 1 reads one chunk level.
+        c2d, cd2 = 64 * 64 * 128, 64 * 128 * 128
+        self.assertEqual(bench_report.tensor_flops("log-linear-chunked", 128, 1, 128), 2 * (2 * (2 * c2d + cd2) + cd2))
+        self.assertEqual(bench_report.tensor_flops("hla-normalized-chunked", 64, 2, 128),
+                         2 * 2 * (5 * cd2 + 5 * c2d + 64 ** 3))
+        self.assertEqual(bench_report.live_levels(8), 12)  # popcounts of 0..7
 
     def test_floor_is_the_larger_of_bandwidth_and_compute(self):
         report, _ = self.run_report([bench_row("gdn-chunked", 8192, 0.5, nbytes=4e6)], [peer("fla-chunk-gdn", 8192, 0.4)])
