@@ -21,7 +21,7 @@
 // images, read only by o, in two; fp32 inputs by FMA in fp64.
 //
 // Workspace (stream-ordered): the chunk records, the solves, and chunk_levels level images per chunk
-// (e.g. 11.6 GB at B = 1, H = 16, K = V = 128, T = 65,536).
+// (e.g. 14.9 GB at B = 1, H = 16, K = V = 128, T = 65,536).
 #include <algorithm>
 #include <string>
 
