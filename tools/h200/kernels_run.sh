@@ -68,12 +68,12 @@ gate|full)
     echo "gate $name: exit $?"; tail -3 "$out/gate_$name.txt"
   }
   grid() { for T in "$@"; do for D in 64 128 96; do echo "1,$T,2,$D,$D"; done; done; }
-  gate_group T1-65 120 $(grid 1 63 64 65)
-  timeout 100 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 100 --fixtures fixtures/golden \
+  gate_group T1-65 150 $(grid 1 63 64 65)
+  timeout 120 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 100 --fixtures fixtures/golden \
     --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
   echo "gate random + fixtures: exit $?"; tail -3 "$out/gate_random.txt"
-  gate_group T1000 100 $(grid 1000)
-  gate_group T4096 150 $(grid 4096)
+  gate_group T1000 120 $(grid 1000)
+  gate_group T4096 200 $(grid 4096)
   wait
   python3 tools/h200/join_gate_reports.py "$out"/gate_T*.json "$out/gate_random.json" --json "$out/gate.json" \
     --markdown "$out/gate.md" | tail -30
@@ -92,7 +92,7 @@ gate|full)
   ;;&
 bench|full|perf)
   # Speed, alone on the device.
-  LD_LIBRARY_PATH=$B/lib timeout 120 $B/gpu_kernels_bench ${KERNELS:+--benchmark_filter=$KERNELS} --benchmark_repetitions=3 --benchmark_min_time=0.1 \
+  LD_LIBRARY_PATH=$B/lib timeout 180 $B/gpu_kernels_bench ${KERNELS:+--benchmark_filter=$KERNELS} --benchmark_repetitions=3 --benchmark_min_time=0.1 \
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
     > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
