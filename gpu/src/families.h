@@ -54,5 +54,6 @@ void append_log_linear_chunked_kernels(std::vector<Kernel>& out);  // log_linear
 void append_hla_chunked_kernels(std::vector<Kernel>& out);  // hla_chunked.cu: hla, hla-normalized
 void append_ahla_chunked_kernels(std::vector<Kernel>& out);  // ahla_chunked.cu: ahla
 void append_log_linear_gdn_chunked_kernels(std::vector<Kernel>& out);  // log_linear_gdn_chunked.cu: log-linear-gdn
+void append_vla_chunked_kernels(std::vector<Kernel>& out);  // vla_chunked.cu: vla
 
 }  // namespace larc::gpu::detail

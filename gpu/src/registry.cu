@@ -16,6 +16,7 @@ const std::vector<Kernel>& kernels() {
     detail::append_hla_chunked_kernels(out);
     detail::append_ahla_chunked_kernels(out);
     detail::append_log_linear_gdn_chunked_kernels(out);
+    detail::append_vla_chunked_kernels(out);
     return out;
   }();
   return all;

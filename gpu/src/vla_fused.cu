@@ -22,6 +22,7 @@
 #include "larc/gpu/api.h"
 #include "families.h"
 #include "register_matrices.cuh"
+#include "vla_inputs.h"
 
 namespace larc::gpu::detail {
 
@@ -173,28 +174,21 @@ __global__ void __launch_bounds__(kBlockThreads) vla_fused_recurrent(const VlaPa
 
 Status launch(const LaunchArgs& args) {
   Validator v(kName, args);
-  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
-  const TensorView* q = v.input("q", "BTHK", dt);
-  const TensorView* k = v.input("k", "BTHK", dt);
-  const TensorView* val = v.input("v", "BTHV", dt);
-  v.require(!args.inputs.contains("initial_state"),
-            "takes no 'initial_state': VLA's memory is (Sᵀ, A, ζ) and a carried Sᵀ alone does not continue a sequence");
-  const TensorView* o = v.output("o", "BTHV", dt);
-  const TensorView* final_state = v.output("final_state", "BHKV", DType::fp32, /*optional=*/true);
+  const VlaInputs in = validate_vla(v, args);
   const auto [tiles, blocks] = require_column_tiles(v, kMaxK);
   if (!v.ok()) return v.status();
   if (blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
 
   dispatch_key_capacity(v.size('K'), [&](auto capacity) {
     constexpr int KMAX = decltype(capacity)::value;
-    dispatch_float(dt, [&](auto tag) {
+    dispatch_float(in.dtype, [&](auto tag) {
       using T = decltype(tag);
       VlaParams<T> p;
-      p.q = strided<const T>(q);
-      p.k = strided<const T>(k);
-      p.v = strided<const T>(val);
-      p.o = strided<T>(o);
-      p.final_state = strided<float>(final_state);
+      p.q = strided<const T>(in.q);
+      p.k = strided<const T>(in.k);
+      p.v = strided<const T>(in.v);
+      p.o = strided<T>(in.o);
+      p.final_state = strided<float>(in.final_state);
       p.tokens = v.size('T');
       p.H = static_cast<int>(v.size('H'));
       p.K = static_cast<int>(v.size('K'));

@@ -1,0 +1,465 @@
+// vla-chunked (issue 8): the chunked forward of VLA, mechanism "vla" — the tensors, parameters and
+// refusals of vla-fused-recurrent (vla_inputs.h): q, k [B,T,H,K], v and o [B,T,H,V] in bf16, fp16 or
+// fp32, optional fp32 final_state [B,H,K,V] = X_T = S_Tᵀ, no initial_state, K ≤ 128, any V ≥ 1, any T ≥ 0.
+// The equations and the penalty pass: vla_chunked.cuh. This file: the S pass (the generalised delta
+// rule with removal keys k̂ and write keys α̂, β = 1, no decay; reference/vla_chunked.h's affine
+// recursion; delta_rule_chunked.cuh's three-kernel split) and the launcher.
+//
+// Workspace (floats, stream-ordered, freed after the last kernel: chunk_launch.cuh), per (head, chunk):
+// the PenaltyRecord (64·KP + 64), the Record (W, Âᵀ, U, V_new, P) and X_c as chunk_output's operand.
+// At K = V = 128 (KP = 128), bf16/fp16: 8,256 + 48,896 + 17,408 = 74,560 floats = 298 KB a chunk, so
+// 1.22 GB at B = 1, H = 16, T = 16,384 (4,096 chunks); fp32: 8,256 + 41,472 + 16,896 = 66,624 floats
+// (1.09 GB). KP = 64 for K ≤ 64.
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "chunk_launch.cuh"
+#include "families.h"
+#include "vla_chunked.cuh"
+#include "vla_inputs.h"
+
+namespace larc::gpu::detail {
+
+namespace {
+
+using namespace vla_chunked;
+
+constexpr const char* kName = "vla-chunked";
+
+// One chunk's record (4-byte words, every part a multiple of 16 bytes), operands in Operand's layout:
+//   W = T K̂ [64 rows][KP] and Âᵀ [KP rows][64] (kStateTerms planes; chunk_prepare → state_pass),
+//   U = T V [64][V] fp32 (chunk_prepare → state_pass),
+//   V_new [V rows][64] and P = (Φ_q Âᵀ) ⊙ L [64 rows][64] (kOutputTerms planes; → chunk_output).
+template <class T, int KP>
+struct Record {
+  static constexpr int kW = operand_words<T, kStateTerms>(kChunk, KP);
+  static constexpr int kAt = operand_words<T, kStateTerms>(KP, kChunk);
+  static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
+  static __host__ __device__ std::int64_t vn_words(int V) { return std::int64_t{operand_words<T, kOutputTerms>(1, kChunk)} * V; }
+  static __host__ __device__ std::int64_t words(int V) { return kW + kAt + std::int64_t{kChunk} * V + vn_words(V) + kP; }
+  static __device__ float* w(float* r) { return r; }
+  static __device__ float* at(float* r) { return r + kW; }
+  static __device__ float* u(float* r) { return r + kW + kAt; }
+  static __device__ float* vn(float* r, int V) { return u(r) + std::int64_t{kChunk} * V; }
+  static __device__ float* p(float* r, int V) { return vn(r, V) + vn_words(V); }
+};
+template <class T, int KP>
+__device__ __forceinline__ float* record_of(const Params<T>& p, int h, std::int64_t slot) {
+  return p.records + (h * p.slots + slot) * Record<T, KP>::words(p.V);
+}
+// X_c of (head, slot) as chunk_output's B operand: [V rows][KP], kOutputTerms planes.
+template <class T, int KP>
+__host__ __device__ constexpr std::int64_t state_words(int V) {
+  return std::int64_t{operand_words<T, kOutputTerms>(1, KP)} * V;
+}
+template <class T, int KP>
+__device__ __forceinline__ float* state_of(const Params<T>& p, int h, std::int64_t slot) {
+  return p.states + (h * p.slots + slot) * state_words<T, KP>(p.V);
+}
+
+// The chunk of a (head, slot) block: head h, batch entry b, first token t0, n ≤ 64 tokens.
+struct Chunk {
+  std::int64_t slot, b, t0;
+  int h, n;
+};
+template <class T>
+__device__ __forceinline__ Chunk chunk_of(const Params<T>& p, std::int64_t record) {
+  Chunk c;
+  c.slot = record % p.slots;
+  c.h = static_cast<int>(record / p.slots);
+  c.b = c.slot / p.chunks;
+  c.t0 = c.slot % p.chunks * kChunk;
+  c.n = static_cast<int>(p.tokens - c.t0 < kChunk ? p.tokens - c.t0 : kChunk);
+  return c;
+}
+
+// ---- chunk_prepare ---------------------------------------------------------------------------------
+// Shared memory (words): K̂ and Â [64 rows][KP] (kStateTerms), Φ_q [64][KP] (kOutputTerms), K̂Âᵀ then T
+// fp32 [64][68]; then K̂ᵀ [KP rows][64] (kStateTerms) over Â and Φ_q, T [64][64] (kStateTerms) over K̂,
+// and Vᵀ tiles [kPrepTileV rows][64] (input terms) after it. 153 KB at KP = 128 (bf16/fp16).
+template <class T, int KP>
+struct PrepareLayout {
+  static constexpr int kRows = operand_words<T, kStateTerms>(kChunk, KP);
+  static constexpr int kFq = operand_words<T, kOutputTerms>(kChunk, KP);
+  static constexpr int kKh = 0, kAh = kRows, kQ = 2 * kRows, kTs = 2 * kRows + kFq;
+  static constexpr int kKt = kRows, kT = 0, kVt = operand_words<T, kStateTerms>(kChunk, kChunk);
+  static constexpr int kWords = kTs + kChunk * kSquarePitch;
+  static_assert(kKt + operand_words<T, kStateTerms>(KP, kChunk) <= kTs);  // K̂ᵀ beside K̂ and K̂Âᵀ
+  static_assert(kVt <= kRows && kVt + operand_words<T, kInputTerms<T>>(kPrepTileV, kChunk) <= kWords);
+};
+
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads) chunk_prepare(const Params<T> p) {
+  using L = PrepareLayout<T, KP>;
+  using R = Record<T, KP>;
+  constexpr int S = kStateTerms, sp = kSquarePitch;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  const auto kh_op = operand_at<T, S, KP>(words + L::kKh, kChunk);
+  const auto ah_op = operand_at<T, S, KP>(words + L::kAh, kChunk);
+  const auto fq_op = operand_at<T, kOutputTerms, KP>(words + L::kQ, kChunk);
+  float* const t_s = words + L::kTs;
+  const auto kt_op = operand_at<T, S, kChunk>(words + L::kKt, KP);
+  const auto t_op = operand_at<T, S, kChunk>(words + L::kT, kChunk);
+  const auto vt_op = operand_at<T, kInputTerms<T>, kChunk>(words + L::kVt, kPrepTileV);
+
+  const Chunk ch = chunk_of(p, blockIdx.x);
+  const int K = p.K, V = p.V, n = ch.n;
+  const TokenRows<const T> q = rows_of(p.q, ch.b, ch.h), k = rows_of(p.k, ch.b, ch.h), v = rows_of(p.v, ch.b, ch.h);
+  float* const record = record_of<T, KP>(p, ch.h, ch.slot);
+  const float* const alpha = PenaltyRecord<KP>::alpha(penalty_of<T, KP>(p, ch.h, ch.slot));
+
+  for (int i = threadIdx.x / 32; i < kChunk; i += kWarps) {  // k̂, as the penalty pass forms it
+    float u[KP / 32], khat[KP / 32] = {};
+    if (i < n) key_directions<T, KP>(k, ch.t0 + i, K, u, khat);
+    store_warp_row(kh_op, i, khat);
+  }
+  fill(ah_op, kChunk, [&](int i, int d) { return alpha[i * KP + d]; });
+  fill(fq_op, kChunk, [&](int i, int d) { return i < n && d < K ? elu_plus_one(to_float(q(ch.t0 + i, d))) : 0.f; });
+  __syncthreads();
+
+  // Âᵀ to the record; StrictLower(K̂ Âᵀ) into t_s; P = (Φ_q Âᵀ) ⊙ L to the record.
+  fill(operand_at<T, S, kChunk>(R::at(record), KP), KP, [&](int d, int r) { return element(ah_op, r, d); });
+  {
+    const auto p_out = operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk);
+    for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, KP>(acc, kh_op, ah_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int s, int r, float x) { t_s[s * sp + r] = r < s ? x : 0.f; });
+      zero(acc);
+      warp_product<T, KP>(acc, fq_op, ah_op, m0, n0);
+      for_each_pair(acc, m0, n0, [&](int t, int r, float x0, float x1) {
+        store_pair(p_out, t, r, r <= t ? x0 : 0.f, r + 1 <= t ? x1 : 0.f);
+      });
+    });
+  }
+  __syncthreads();
+
+  // T = (I + StrictLower(K̂ Âᵀ))⁻¹ by forward substitution, one column per thread, as
+  // delta_rule_chunked.cuh's chunk_prepare (four partial sums a row, combined pairwise), in place.
+  float x[kChunk];
+  if (threadIdx.x < kChunk) {
+    const int col = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      float s[4] = {i == col ? 1.f : 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int j = 0; j < i; j += 4) {
+        const float4 a = *reinterpret_cast<const float4*>(t_s + i * sp + j);
+        s[0] = fmaf(-a.x, x[j], s[0]);
+        if (j + 1 < i) s[1] = fmaf(-a.y, x[j + 1], s[1]);
+        if (j + 2 < i) s[2] = fmaf(-a.z, x[j + 2], s[2]);
+        if (j + 3 < i) s[3] = fmaf(-a.w, x[j + 3], s[3]);
+      }
+      x[i] = (s[0] + s[1]) + (s[2] + s[3]);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < kChunk) {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) t_s[i * sp + threadIdx.x] = x[i];
+  }
+  fill(kt_op, KP, [&](int d, int r) { return element(kh_op, r, d); });  // K̂ᵀ, W's B operand
+  __syncthreads();
+  fill(t_op, kChunk, [&](int i, int j) { return t_s[i * sp + j]; });
+  __syncthreads();
+
+  // W = T K̂ to the record.
+  {
+    const auto w_out = operand_at<T, S, KP>(R::w(record), kChunk);
+    for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, kChunk>(acc, t_op, kt_op, m0, n0);
+      for_each_pair(acc, m0, n0, [&](int i, int d, float x0, float x1) { store_pair(w_out, i, d, x0, x1); });
+    });
+  }
+  __syncthreads();
+  // U = T V, kPrepTileV columns at a time.
+  float* const u_out = R::u(record);
+  for (int v0 = 0; v0 < V; v0 += kPrepTileV) {
+    fill_transposed<kPrepTileV>(vt_op, [&](int j, int c) { return j < n && v0 + c < V ? to_float(v(ch.t0 + j, v0 + c)) : 0.f; });
+    __syncthreads();
+    for_each_strip<kChunk, kPrepTileV, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, kChunk>(acc, t_op, vt_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int i, int c, float y) {
+        if (v0 + c < V) u_out[std::int64_t{i} * V + v0 + c] = y;
+      });
+    });
+    __syncthreads();  // the Vᵀ tile is read no more
+  }
+}
+
+// ---- state_pass ------------------------------------------------------------------------------------
+// Shared memory (words): W [64 rows][KP] and Âᵀ [KP rows][64] (kStateTerms, as in the record), U then
+// V_new fp32 [64][kTileV+4], X_c fp32 [KP][kTileV+4], X_c as W X's B operand [kTileV rows][KP] and V_new
+// as the update's B operand [kTileV rows][64] (kStateTerms). 140 KB at KP = 128 (bf16/fp16).
+template <class T, int KP>
+struct PassLayout {
+  static constexpr int kW = Record<T, KP>::kW, kAt = Record<T, KP>::kAt;
+  static constexpr int kU = kChunk * (kTileV + 4), kX = KP * (kTileV + 4);
+  static constexpr int kXop = operand_words<T, kStateTerms>(kTileV, KP);
+  static constexpr int kVop = operand_words<T, kStateTerms>(kTileV, kChunk);
+  static constexpr int kWords = kW + kAt + kU + kX + kXop + kVop;
+};
+
+// One block per (b, h, kTileV value columns), chunks in order: V_new = U − W X_c, X_{c+1} = X_c + Âᵀ V_new
+// (X_0 = 0). Chunk c + 1's W and U are loaded by cp.async while chunk c's state update runs, and its Âᵀ
+// while its V_new is formed.
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
+  using L = PassLayout<T, KP>;
+  using R = Record<T, KP>;
+  constexpr int S = kStateTerms, xp = kTileV + 4;
+  extern __shared__ float4 smem_vec[];
+  float* const w_words = reinterpret_cast<float*>(smem_vec);
+  float* const at_words = w_words + L::kW;
+  float* const u_s = at_words + L::kAt;  // U, then V_new [64][xp], this block's columns
+  float* const x_s = u_s + L::kU;         // X_c [KP][xp]
+  const auto w_op = operand_at<T, S, KP>(w_words, kChunk);
+  const auto at_op = operand_at<T, S, kChunk>(at_words, KP);
+  const auto x_op = operand_at<T, S, KP>(x_s + L::kX, kTileV);
+  const auto vn_op = operand_at<T, S, kChunk>(x_s + L::kX + L::kXop, kTileV);
+
+  const std::int64_t block = blockIdx.x;
+  const int tile = static_cast<int>(block % p.v_tiles);
+  const int h = static_cast<int>(block / p.v_tiles % p.H);
+  const std::int64_t b = block / p.v_tiles / p.H;
+  const int K = p.K, V = p.V, col0 = tile * kTileV;
+  const std::int64_t first_slot = b * p.chunks;
+
+  for (int e = threadIdx.x; e < KP * xp; e += kThreads) x_s[e] = 0.f;
+
+  const auto stage_w = [&](std::int64_t c) {  // chunk c's W and this block's U columns: one cp.async group
+    float* const record = record_of<T, KP>(p, h, first_slot + c);
+    copy_operand_async(w_op, operand_at<T, S, KP>(R::w(record), kChunk));
+    const float* const u_in = R::u(record);
+    if (V % 4 == 0) {  // rows of U 16-byte aligned
+      for (int e = threadIdx.x; e < kChunk * kTileV / 4; e += kThreads) {
+        const int i = e / (kTileV / 4), c4 = e % (kTileV / 4) * 4;
+        if (col0 + c4 < V)
+          copy_async16(u_s + i * xp + c4, u_in + std::int64_t{i} * V + col0 + c4);
+        else
+          *reinterpret_cast<float4*>(u_s + i * xp + c4) = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    } else {
+      for (int e = threadIdx.x; e < kChunk * kTileV; e += kThreads) {
+        const int i = e / kTileV, col = col0 + e % kTileV;
+        u_s[i * xp + e % kTileV] = col < V ? u_in[std::int64_t{i} * V + col] : 0.f;
+      }
+    }
+    commit_async();
+  };
+  const auto stage_at = [&](std::int64_t c) {  // chunk c's Âᵀ: another group
+    copy_operand_async(at_op, operand_at<T, S, kChunk>(R::at(record_of<T, KP>(p, h, first_slot + c)), KP));
+    commit_async();
+  };
+
+  if (p.chunks > 0) {
+    stage_w(0);
+    stage_at(0);
+  }
+  for (std::int64_t c = 0; c < p.chunks; ++c) {
+    float* const record = record_of<T, KP>(p, h, first_slot + c);
+    wait_async<1>();  // W and U of chunk c (its Âᵀ may still be in flight)
+    __syncthreads();
+    // X_c as W X's B operand, and (its first kOutputTerms planes) to the states workspace for chunk_output.
+    {
+      const auto x_out = operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, first_slot + c), V);
+      for (int e = threadIdx.x; e < kTileV * (KP / 2); e += kThreads) {
+        const int col = e / (KP / 2), d = e % (KP / 2) * 2;
+        const float x0 = x_s[d * xp + col], x1 = x_s[(d + 1) * xp + col];
+        store_pair(x_op, col, d, x0, x1);
+        if (col0 + col < V) store_pair(x_out, col0 + col, d, x0, x1);
+      }
+    }
+    __syncthreads();
+    // V_new = U − W X_c, in place of U.
+    for_each_strip<kChunk, kTileV, 1>([&](int m0, int n0) {
+      float acc[1][4];
+      zero(acc);
+      warp_product<T, KP>(acc, w_op, x_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int i, int col, float y) { u_s[i * xp + col] -= y; });
+    });
+    __syncthreads();
+    // V_new as the update's B operand, and (kOutputTerms planes) to the record for chunk_output.
+    {
+      const auto vn_out = operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V);
+      for (int e = threadIdx.x; e < kTileV * (kChunk / 2); e += kThreads) {
+        const int col = e / (kChunk / 2), i = e % (kChunk / 2) * 2;
+        const float x0 = u_s[i * xp + col], x1 = u_s[(i + 1) * xp + col];
+        store_pair(vn_op, col, i, x0, x1);
+        if (col0 + col < V) store_pair(vn_out, col0 + col, i, x0, x1);
+      }
+    }
+    __syncthreads();  // W and U are read no more
+    if (c + 1 < p.chunks) stage_w(c + 1);
+    else commit_async();  // an empty group keeps the count
+    wait_async<1>();      // Âᵀ of chunk c
+    __syncthreads();
+    // X_{c+1} = X_c + Âᵀ V_new.
+    for_each_strip<KP, kTileV, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, kChunk>(acc, at_op, vn_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int r, int col, float y) { x_s[r * xp + col] += y; });
+    });
+    __syncthreads();  // Âᵀ is read no more
+    if (c + 1 < p.chunks) stage_at(c + 1);
+    else commit_async();
+  }
+  __syncthreads();
+
+  if (p.final_state.data != nullptr)
+    for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
+      const int r = e / kTileV, col = col0 + e % kTileV;
+      if (r < K && col < V) *p.final_state.at(b, h, r, col) = x_s[r * xp + e % kTileV];
+    }
+}
+
+// ---- chunk_output ----------------------------------------------------------------------------------
+// Shared memory (words): Φ_q [64 rows][KP], X_c [kOutTileV rows][KP], P [64][64], V_new [kOutTileV
+// rows][64] (kOutputTerms planes), den [64]. 104 KB at KP = 128 (bf16/fp16): two blocks an SM.
+template <class T, int KP>
+struct OutputLayout {
+  static constexpr int kFq = operand_words<T, kOutputTerms>(kChunk, KP);
+  static constexpr int kX = operand_words<T, kOutputTerms>(kOutTileV, KP);
+  static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
+  static constexpr int kVn = operand_words<T, kOutputTerms>(kOutTileV, kChunk);
+  static constexpr int kWords = kFq + kX + kP + kVn + kChunk;
+};
+
+// o = (Φ_q X_c + P V_new) / den for the rows < n of one chunk, columns [v0, v0 + kOutTileV).
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads, 2) chunk_output(const Params<T> p) {
+  using L = OutputLayout<T, KP>;
+  using R = Record<T, KP>;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  const auto fq_op = operand_at<T, kOutputTerms, KP>(words, kChunk);
+  const auto x_op = operand_at<T, kOutputTerms, KP>(words + L::kFq, kOutTileV);
+  const auto p_op = operand_at<T, kOutputTerms, kChunk>(words + L::kFq + L::kX, kChunk);
+  const auto vn_op = operand_at<T, kOutputTerms, kChunk>(words + L::kFq + L::kX + L::kP, kOutTileV);
+  float* const den_s = words + L::kFq + L::kX + L::kP + L::kVn;
+
+  const int tile = static_cast<int>(blockIdx.x % p.out_tiles);
+  const Chunk ch = chunk_of(p, blockIdx.x / p.out_tiles);
+  const int K = p.K, V = p.V, n = ch.n, v0 = tile * kOutTileV;
+  float* const record = record_of<T, KP>(p, ch.h, ch.slot);
+
+  const TokenRows<const T> q = rows_of(p.q, ch.b, ch.h);
+  fill(fq_op, kChunk, [&](int i, int d) { return i < n && d < K ? elu_plus_one(to_float(q(ch.t0 + i, d))) : 0.f; });
+  copy_rows(x_op, operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, ch.h, ch.slot), V), v0, V);
+  copy_rows(p_op, operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk), 0, kChunk);
+  copy_rows(vn_op, operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V), v0, V);
+  if (threadIdx.x < kChunk) den_s[threadIdx.x] = PenaltyRecord<KP>::den(penalty_of<T, KP>(p, ch.h, ch.slot))[threadIdx.x];
+  __syncthreads();
+
+  const TokenRows<T> o = rows_of(p.o, ch.b, ch.h);
+  for_each_strip<kChunk, kOutTileV, 2>([&](int m0, int n0) {
+    float acc[2][4];
+    zero(acc);
+    warp_product<T, KP>(acc, fq_op, x_op, m0, n0);
+    warp_product<T, kChunk>(acc, p_op, vn_op, m0, n0);
+    for_each_element(acc, m0, n0, [&](int i, int col, float y) {
+      if (i < n && v0 + col < V) o(ch.t0 + i, v0 + col) = from_float<T>(y / den_s[i]);
+    });
+  });
+}
+
+// ---- launcher --------------------------------------------------------------------------------------
+template <class T, int KP>
+Status enqueue(Params<T> p, cudaStream_t stream) {
+  using namespace chunk_launch;
+  const auto penalty = penalty_pass<T, KP>;
+  const auto prepare = chunk_prepare<T, KP>;
+  const auto pass = state_pass<T, KP>;
+  const auto output = chunk_output<T, KP>;
+  const std::size_t penalty_smem = sizeof(float) * PenaltyLayout<T, KP>::kWords;
+  const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
+  const std::size_t pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
+  const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
+  cudaError_t e = allow_smem(penalty, penalty_smem);
+  if (e == cudaSuccess) e = allow_smem(prepare, prepare_smem);
+  if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
+  if (e == cudaSuccess) e = allow_smem(output, output_smem);
+  if (e != cudaSuccess) return cuda_failure(kName, "shared-memory opt-in", e);  // nothing was launched
+
+  // Workspace: H · slots penalty records, then as many records, then as many states.
+  const std::int64_t records = p.H * p.slots;
+  const std::int64_t penalty_floats = records * PenaltyRecord<KP>::kWords;
+  const std::int64_t record_floats = records * Record<T, KP>::words(p.V);
+  const std::int64_t floats = penalty_floats + record_floats + records * state_words<T, KP>(p.V);
+  float* workspace = nullptr;
+  if (const Status st = allocate_workspace(kName, sizeof(float) * static_cast<std::size_t>(floats), stream, &workspace); !st)
+    return st;
+  if (workspace != nullptr) {
+    p.penalty = workspace;
+    p.records = workspace + penalty_floats;
+    p.states = p.records + record_floats;
+  }
+  if (records > 0) {
+    penalty<<<static_cast<unsigned>(p.B * p.H), kThreads, penalty_smem, stream>>>(p);
+    prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
+  }
+  pass<<<static_cast<unsigned>(p.B * p.H * p.v_tiles), kThreads, pass_smem, stream>>>(p);  // T = 0: X_T = 0
+  if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
+  return finish(kName, workspace, stream);
+}
+
+Status launch(const LaunchArgs& args) {
+  Validator v(kName, args);
+  const VlaInputs in = validate_vla(v, args);
+  v.require_size('V', 1, std::numeric_limits<std::int32_t>::max());
+  const std::int64_t B = v.size('B'), H = v.size('H'), tokens = v.size('T');
+  const std::int64_t chunks = (tokens + kChunk - 1) / kChunk, slots = B * chunks;
+  const std::int64_t v_tiles = (v.size('V') + kTileV - 1) / kTileV;
+  const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
+  v.require_grid(std::max({H * slots * out_tiles, B * H * v_tiles}));  // the kernels' largest grids
+  if (!v.ok()) return v.status();
+  if (B * H == 0) return Status::success();  // no head: nothing to write
+
+  return dispatch_float(in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    Params<T> p;
+    p.q = strided<const T>(in.q);
+    p.k = strided<const T>(in.k);
+    p.v = strided<const T>(in.v);
+    p.o = strided<T>(in.o);
+    p.final_state = strided<float>(in.final_state);
+    p.tokens = tokens;
+    p.chunks = chunks;
+    p.B = B;
+    p.slots = slots;
+    p.H = static_cast<int>(H);
+    p.K = static_cast<int>(v.size('K'));
+    p.V = static_cast<int>(v.size('V'));
+    p.v_tiles = static_cast<int>(v_tiles);
+    p.out_tiles = static_cast<int>(out_tiles);
+    if (p.K <= 64) return enqueue<T, 64>(p, stream_of(args));
+    return enqueue<T, 128>(p, stream_of(args));
+  });
+}
+
+}  // namespace
+
+void append_vla_chunked_kernels(std::vector<Kernel>& out) {
+  Kernel k;
+  k.name = kName;
+  k.mechanism = "vla";
+  k.description =
+      "VLA, chunked (C = 64): the Sherman–Morrison penalty blocked as an LDLᵀ per chunk (sequential per head, A on "
+      "chip), then the memory by the UT/WY delta rule with keys k̂ and α̂; products on tensor cores (bf16/fp16), fp32 by "
+      "FMA in fp64";
+  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.limits.max_K = kVlaMaxK;
+  k.limits.initial_state = false;
+  k.launch = launch;
+  out.push_back(std::move(k));
+}
+
+}  // namespace larc::gpu::detail

@@ -1,0 +1,391 @@
+// The chunked forward of VLA (SPEC §1; issue 8): what vla-fused-recurrent computes (vla_fused.cu: the
+// same tensors, the same φ = ELU+1, λ0 = 1, stab_eps = 1e-4, u_t = norm(k_t)/√K, ratio read), in
+// chunks of C = 64 tokens, in the chunked form of reference/include/larc/reference/vla_chunked.h
+// (vla::chunked, verified against vla::serial). This header: the pieces every kernel shares and the
+// penalty pass; vla_chunked.cu: the S pass (chunk_prepare → state_pass → chunk_output) and the launcher.
+//
+// Per head and chunk of n ≤ 64 tokens (local index t, rows past n zero), U, K̂, Φ_q, V the chunk's rows
+// of u, k̂ = norm(φ(k)), φ(q), v; A_s, X_c = S_cᵀ (K × V) and ζ the memory before the chunk; D = diag(δ).
+//
+// 1. penalty_pass (one block per (b, h), chunks in order; A on chip): SPEC §1's Sherman–Morrison steps
+//    (VLA-C4) blocked as vla_chunked.h's penalty_chunk does them:
+//      Y = U A_sᵀ (row t: A_s u_t),  G = Y Uᵀ (G_rj = y_r·u_j),  KY = K̂ Yᵀ,  KA = K̂ A_sᵀ (row t: A_s k̂_t)
+//    The n sequential steps are an LDLᵀ factorisation of C = I + G with floored pivots: with
+//    L_tr = (z_r·u_t)/δ_r (r < t), z_t = y_t − Σ_{r<t} z_r (z_r·u_t)/δ_r reads Y = L Z, and
+//      z_t·u_i = G_ti − Σ_{p<t} L_tp (z_p·u_i) = G_ti − Σ_{p<t} L_ip L_tp δ_p,
+//    so δ_t = max(1 + z_t·u_t, stab_eps) = max(C_tt − Σ_p L_tp² δ_p, stab_eps) and L_it = (C_ti − Σ_p L_ip L_tp δ_p)/δ_t
+//    (i > t): penalty_chunk's recurrence for T_z = L⁻¹ (its P_rt = z_r·u_t), with the floor where it
+//    applies it. One forward substitution on the augmented right-hand side [G | KYᵀ | Y] (columns, one
+//    thread each, a right-looking update with one __syncthreads per pivot) gives at once
+//      P = L⁻¹ G (P_rj = z_r·u_j: the pivots and multipliers), H = K̂ Zᵀ (H_tr = k̂_t·z_r), Z = L⁻¹ Y.
+//    Then  A_t k̂_t = A_s k̂_t − Σ_{r≤t} z_r (z_r·k̂_t)/δ_r:  rows of KA + M Z, M = −(H ⊙ L) D⁻¹;
+//          α̂_t = norm(A_t k̂_t) (zero past n);   A ← A_s − Zᵀ D⁻¹ Z.
+//    ζ_t = ζ_{t−1} + φ(k_t) (per coordinate, tokens in order) and den_t = max(ζ_tᵀ φ(q_t), stab_eps).
+//    Writes α̂ [64][KP] and den [64] (PenaltyRecord).
+// 2. chunk_prepare (one block per (head, chunk), all at once): the affine recursion's UT/WY form with
+//    two key sets (vla_chunked.h: removal keys k̂, write keys α̂, β = 1, no decay):
+//      T = (I + StrictLower(K̂ Âᵀ))⁻¹ (forward substitution), W = T K̂, U = T V, P = (Φ_q Âᵀ) ⊙ L.
+// 3. state_pass (one block per (b, h, 16 value columns), chunks in order): V_new = U − W X_c,
+//    X_{c+1} = X_c + Âᵀ V_new; final_state = X_T.
+// 4. chunk_output (one block per (head, chunk, 64 value columns), all at once):
+//    o = (Φ_q X_c + P V_new) / den, rows < n.
+//
+// u, k̂, φ(q), ζ, den and α̂'s norm are computed as vla_fused.cu computes them (lane d mod 32 of a warp
+// per token, the same sums in the same order, the same divisions and floors), so u, k̂ and den are
+// bitwise the fused kernel's; A, α̂ and X differ from it by rounding only.
+//
+// Arithmetic (chunk_operands.cuh): fp32 state and accumulation. bf16/fp16: products on tensor cores,
+// fp32 intermediates on the state's path (u, k̂, A, Y, Z, D⁻¹Z, M, α̂, T, W, U, V_new, X) as three bf16
+// terms, those read only by o (φ(q), P, X_c for the read, V_new for the read) as two. fp32 inputs: the
+// same products by FMA in fp64, never TF32. G, KY, KA and the LDL stay in fp32.
+#pragma once
+
+#include <cstdint>
+
+#include "chunk_operands.cuh"
+#include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
+#include "kernel_common.cuh"
+
+namespace larc::gpu::detail::vla_chunked {
+
+using namespace chunk_operands;
+using delta_rule::rows_of;
+using delta_rule::TokenRows;
+
+constexpr int kChunk = 64;
+constexpr int kThreads = kBlockThreads;
+constexpr int kWarps = kThreads / 32;
+constexpr int kStateTerms = 3;   // fp32 intermediates on the state's path (24 bits)
+constexpr int kOutputTerms = 2;  // ... read only by o (16 bits; o is rounded to the input dtype)
+constexpr int kTileV = 16;       // value columns per state_pass block
+constexpr int kPrepTileV = 64;   // value columns per U pass of chunk_prepare
+constexpr int kOutTileV = 64;    // value columns per chunk_output block
+constexpr int kSquarePitch = kChunk + 4;  // fp32 [64][64] scratch rows (16-byte aligned, ≡ 4 mod 32)
+constexpr float kLambda0 = 1.f;    // A_0 = I/λ0, as vla_fused.cu
+constexpr float kStabEps = 1e-4f;  // floor of δ and of the read's denominator, as vla_fused.cu
+
+template <class T>
+struct Params {
+  Strided<const T> q, k, v;
+  Strided<T> o;
+  Strided<float> final_state;  // data == nullptr when not requested
+  float* penalty = nullptr;    // PenaltyRecord per (h, slot)
+  float* records = nullptr;    // Record per (h, slot) (vla_chunked.cu)
+  float* states = nullptr;     // X_c as chunk_output's operand per (h, slot)
+  std::int64_t tokens = 0;     // T
+  std::int64_t chunks = 0;     // ⌈T/64⌉
+  std::int64_t B = 0;
+  std::int64_t slots = 0;      // B · chunks: slot = b · chunks + c, record (h, slot) = h · slots + slot
+  int H = 0, K = 0, V = 0;
+  int v_tiles = 0;             // ⌈V / kTileV⌉
+  int out_tiles = 0;           // ⌈V / kOutTileV⌉
+};
+
+// The penalty pass's output of one chunk: α̂ [64][KP] fp32 (zero past n and past K), den [64] (1 past n).
+template <int KP>
+struct PenaltyRecord {
+  static constexpr std::int64_t kWords = std::int64_t{kChunk} * KP + kChunk;
+  static __device__ float* alpha(float* r) { return r; }
+  static __device__ float* den(float* r) { return r + kChunk * KP; }
+};
+template <class T, int KP>
+__device__ __forceinline__ float* penalty_of(const Params<T>& p, int h, std::int64_t slot) {
+  return p.penalty + (h * p.slots + slot) * PenaltyRecord<KP>::kWords;
+}
+
+// max(x, floor) keeping a NaN, as vla_fused.cu's floored (the reference's `if (x < floor) x = floor`).
+__device__ __forceinline__ float floored(float x, float floor) { return x < floor ? floor : x; }
+
+// The sum over the warp in every lane (vla_fused.cu's group_sum<32>: the same butterfly).
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+// Whole warp, token t: u = (1/√K)·k/‖k‖ and k̂ = φ(k)/‖φ(k)‖, lane holding entries lane + 32c (zero
+// past K), by vla_fused.cu's token_vectors arithmetic.
+template <class T, int KP>
+__device__ __forceinline__ void key_directions(const TokenRows<const T>& k, std::int64_t t, int K, float (&u)[KP / 32],
+                                               float (&khat)[KP / 32]) {
+  const int lane = threadIdx.x % 32;
+  float raw[KP / 32], phi[KP / 32];
+  float kk = 0.f, pp = 0.f;
+#pragma unroll
+  for (int c = 0; c < KP / 32; ++c) {
+    const bool in = lane + 32 * c < K;
+    raw[c] = in ? to_float(k(t, lane + 32 * c)) : 0.f;
+    phi[c] = in ? elu_plus_one(raw[c]) : 0.f;
+    kk += raw[c] * raw[c];
+    pp += phi[c] * phi[c];
+  }
+  kk = warp_sum(kk);
+  pp = warp_sum(pp);
+  const float k_norm = sqrtf(kk), phi_norm = sqrtf(pp), inv_sqrt_k = 1.f / sqrtf(static_cast<float>(K));
+#pragma unroll
+  for (int c = 0; c < KP / 32; ++c) {
+    const bool in = lane + 32 * c < K;
+    u[c] = in ? inv_sqrt_k * (raw[c] / k_norm) : 0.f;
+    khat[c] = in ? phi[c] / phi_norm : 0.f;
+  }
+}
+
+// Whole warp: row `row` of op from a warp's vector (lane holds entries lane + 32c).
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ void store_warp_row(const Operand<T, TERMS, KD>& op, int row, const float (&x)[KD / 32]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int c = 0; c < KD / 32; ++c) {
+    const float next = __shfl_down_sync(0xffffffffu, x[c], 1);
+    if (lane % 2 == 0) store_pair(op, row, lane + 32 * c, x[c], next);
+  }
+}
+
+// This warp's s-th 16 × 16 strip of an M × N product (for_each_strip's order), for results held in
+// registers across a barrier.
+template <int M, int N>
+constexpr int kStripsPerWarp = (M / 16) * (N / 16) / kWarps;
+template <int M>
+__device__ __forceinline__ int strip_m0(int s) { return (threadIdx.x / 32 + kWarps * s) % (M / 16) * 16; }
+template <int M>
+__device__ __forceinline__ int strip_n0(int s) { return (threadIdx.x / 32 + kWarps * s) / (M / 16) * 16; }
+
+// acc = the strip's elements of an fp32 matrix (row pitch `pitch`), the accumulator layout.
+__device__ __forceinline__ void load_strip(float (&acc)[2][4], const float* x, int pitch, int m0, int n0) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[j][r] = x[(m0 + g + 8 * (r / 2)) * pitch + n0 + 8 * j + 2 * t + r % 2];
+}
+
+// ---- penalty_pass ----------------------------------------------------------------------------------
+// Shared memory (words): A [KP rows][KP] (kStateTerms planes; symmetric in exact arithmetic, but always
+// read as A's rows, so that A u and A k̂ are products with A itself), a work region reused phase by
+// phase, and the pivot rows [2][64] and δ [64]:
+//   φ(k) then ζ_t [64][KP] fp32 at kZeta; U [64][KP] at kU; Y [64][KP] at kY; G [64][68] fp32 at kG;
+//   then K̂ [64][KP] over U; then K̂ A_sᵀ → A_t k̂_t [64][KP+4] fp32 at kKa and KYᵀ [64][68] at kKyt;
+//   then M [64][64] at kM, Zᵀ [KP][64] at kZt, and (D⁻¹Z)ᵀ [KP][64] at kZst over K̂ A_sᵀ and M.
+// 222 KB at KP = 128 (bf16/fp16), 167 KB (fp32); one block an SM.
+template <class T, int KP>
+struct PenaltyLayout {
+  static constexpr int kA = operand_words<T, kStateTerms>(KP, KP);
+  static constexpr int kRows = operand_words<T, kStateTerms>(kChunk, KP);     // U, K̂, Y
+  static constexpr int kCols = operand_words<T, kStateTerms>(KP, kChunk);     // Zᵀ, (D⁻¹Z)ᵀ
+  static constexpr int kSquare = operand_words<T, kStateTerms>(kChunk, kChunk);  // M
+  static constexpr int kGram = kChunk * kSquarePitch;                         // G, KYᵀ (fp32)
+  static constexpr int kWide = kChunk * (KP + 4);                             // K̂ A_sᵀ, A_t k̂_t (fp32)
+  static constexpr int kU = 0, kKh = 0, kY = kRows, kZeta = kRows, kG = 2 * kRows;
+  static constexpr int kKa = 0;
+  static constexpr int kKyt = kRows - kWide >= kGram ? kWide : kG + kGram;  // in K̂'s words, or after G
+  static constexpr int kM = kWide;
+  static constexpr int kZt = kWide + kSquare > kCols ? kWide + kSquare : kCols;
+  static constexpr int kZst = 0;
+  static constexpr int kWork = kG + kGram > kKyt + kGram ? (kG + kGram > kZt + kCols ? kG + kGram : kZt + kCols)
+                                                         : (kKyt + kGram > kZt + kCols ? kKyt + kGram : kZt + kCols);
+  static constexpr int kWords = kA + kWork + 3 * kChunk;
+  // Each phase's live regions are disjoint.
+  static_assert(kChunk * KP <= kRows && kWide <= kRows);                      // ζ in Y's words, K̂ A_sᵀ in K̂'s
+  static_assert(kKyt + kGram <= kY || kKyt >= kG + kGram);                    // KYᵀ beside Y, G, K̂ A_sᵀ
+  static_assert(kKyt >= kWide);
+  static_assert(kZt >= kM + kSquare && kZst + kCols <= kZt);                  // Zᵀ beside M, K̂ A; (D⁻¹Z)ᵀ beside Zᵀ
+  static_assert(sizeof(float) * kWords <= 227 * 1024, "penalty_pass exceeds the 227 KB of shared memory a block may use");
+  static_assert(kA % 4 == 0 && kWork % 4 == 0);
+};
+
+// Columns of the augmented forward substitution: [0, 64) G, [64, 128) KYᵀ, [128, 128 + KP) Y.
+template <int KP>
+constexpr int kSolveColumns = 2 * kChunk + KP;
+
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
+  using L = PenaltyLayout<T, KP>;
+  constexpr int S = kStateTerms, sp = kSquarePitch, wp = KP + 4;
+  static_assert(kSolveColumns<KP> <= kThreads);
+  extern __shared__ float4 smem_vec[];
+  float* const a_words = reinterpret_cast<float*>(smem_vec);
+  float* const work = a_words + L::kA;
+  float* const pivot_rows = work + L::kWork;  // [2][64], by pivot parity
+  float* const delta_s = pivot_rows + 2 * kChunk;
+  const auto a_op = operand_at<T, S, KP>(a_words, KP);
+  const auto u_op = operand_at<T, S, KP>(work + L::kU, kChunk);
+  const auto kh_op = operand_at<T, S, KP>(work + L::kKh, kChunk);
+  const auto y_op = operand_at<T, S, KP>(work + L::kY, kChunk);
+  const auto m_op = operand_at<T, S, kChunk>(work + L::kM, kChunk);
+  const auto zt_op = operand_at<T, S, kChunk>(work + L::kZt, KP);
+  const auto zst_op = operand_at<T, S, kChunk>(work + L::kZst, KP);
+  float* const zeta_s = work + L::kZeta;
+  float* const gram_s = work + L::kG;
+  float* const ka_s = work + L::kKa;
+  float* const kyt_s = work + L::kKyt;
+
+  const std::int64_t b = blockIdx.x / p.H;
+  const int h = static_cast<int>(blockIdx.x % p.H), K = p.K;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, col = threadIdx.x;
+  const TokenRows<const T> q = rows_of(p.q, b, h), k = rows_of(p.k, b, h);
+
+  fill(a_op, KP, [&](int i, int j) { return i == j && i < K ? 1.f / kLambda0 : 0.f; });  // A_0 = I/λ0
+  float zeta = 0.f;  // thread d < KP: ζ_d
+
+  for (std::int64_t c = 0; c < p.chunks; ++c) {
+    const std::int64_t t0 = c * kChunk;
+    const int n = static_cast<int>(p.tokens - t0 < kChunk ? p.tokens - t0 : kChunk);
+    float* const record = penalty_of<T, KP>(p, h, b * p.chunks + c);
+
+    // ζ_t: φ(k) of the chunk, then thread d sums its coordinate over the tokens in order, in place.
+    for (int e = threadIdx.x; e < kChunk * KP; e += kThreads) {
+      const int i = e / KP, d = e % KP;
+      zeta_s[e] = i < n && d < K ? elu_plus_one(to_float(k(t0 + i, d))) : 0.f;
+    }
+    __syncthreads();
+    if (col < KP)
+      for (int i = 0; i < kChunk; ++i) zeta_s[i * KP + col] = zeta += zeta_s[i * KP + col];
+    __syncthreads();
+    // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps) and u_t.
+    for (int i = warp; i < kChunk; i += kWarps) {
+      float u[KP / 32] = {}, khat[KP / 32];
+      float den = 1.f;
+      if (i < n) {
+        key_directions<T, KP>(k, t0 + i, K, u, khat);
+        float zq = 0.f;
+#pragma unroll
+        for (int cc = 0; cc < KP / 32; ++cc) {
+          const int d = lane + 32 * cc;
+          const float phi_q = d < K ? elu_plus_one(to_float(q(t0 + i, d))) : 0.f;
+          zq += zeta_s[i * KP + d] * phi_q;
+        }
+        den = floored(warp_sum(zq), kStabEps);
+      }
+      if (lane == 0) PenaltyRecord<KP>::den(record)[i] = den;
+      store_warp_row(u_op, i, u);
+    }
+    __syncthreads();
+
+    // Y = U A_sᵀ (over ζ).
+    for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, KP>(acc, u_op, a_op, m0, n0);
+      for_each_pair(acc, m0, n0, [&](int t, int i, float x0, float x1) { store_pair(y_op, t, i, x0, x1); });
+    });
+    __syncthreads();
+    // G = Y Uᵀ.
+    for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, KP>(acc, y_op, u_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int r, int j, float x) { gram_s[r * sp + j] = x; });
+    });
+    __syncthreads();
+    // K̂ over U.
+    for (int i = warp; i < kChunk; i += kWarps) {
+      float u[KP / 32], khat[KP / 32] = {};
+      if (i < n) key_directions<T, KP>(k, t0 + i, K, u, khat);
+      store_warp_row(kh_op, i, khat);
+    }
+    __syncthreads();
+    // KY = K̂ Yᵀ and KA = K̂ A_sᵀ, in registers until K̂ is read no more, then KYᵀ and KA in its words.
+    {
+      constexpr int ky_strips = kStripsPerWarp<kChunk, kChunk>, ka_strips = kStripsPerWarp<kChunk, KP>;
+      float ky[ky_strips][2][4], ka[ka_strips][2][4];
+#pragma unroll
+      for (int s = 0; s < ky_strips; ++s) {
+        zero(ky[s]);
+        warp_product<T, KP>(ky[s], kh_op, y_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
+      }
+#pragma unroll
+      for (int s = 0; s < ka_strips; ++s) {
+        zero(ka[s]);
+        warp_product<T, KP>(ka[s], kh_op, a_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
+      }
+      __syncthreads();
+#pragma unroll
+      for (int s = 0; s < ky_strips; ++s)
+        for_each_element(ky[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
+                         [&](int t, int r, float x) { kyt_s[r * sp + t] = x; });
+#pragma unroll
+      for (int s = 0; s < ka_strips; ++s)
+        for_each_element(ka[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
+                         [&](int t, int i, float x) { ka_s[t * wp + i] = x; });
+    }
+    __syncthreads();
+
+    // The LDLᵀ of I + G as a forward substitution on [G | KYᵀ | Y], thread `col` owning one column x
+    // (rows r = the chunk's tokens). Before pivot r, rows ≤ r are final: δ_r = max(1 + P_rr, stab_eps)
+    // and every row i > r loses L_ir · (row r) with L_ir = P_ri/δ_r, P_ri the G part's row r.
+    float x[kChunk];
+    if (col < kSolveColumns<KP>) {
+#pragma unroll
+      for (int r = 0; r < kChunk; ++r)
+        x[r] = col < kChunk       ? gram_s[r * sp + col]
+               : col < 2 * kChunk ? kyt_s[r * sp + col - kChunk]
+                                  : element(y_op, r, col - 2 * kChunk);
+    }
+#pragma unroll
+    for (int r = 0; r < kChunk; ++r) {
+      float* const row = pivot_rows + (r % 2) * kChunk;
+      if (col < kChunk) row[col] = x[r];
+      __syncthreads();
+      const float delta = floored(1.f + row[r], kStabEps);
+      if (col == 0) delta_s[r] = delta;
+      if (col < kSolveColumns<KP>) {
+        const float w = x[r] / delta;
+#pragma unroll
+        for (int i4 = (r + 1) / 4 * 4; i4 < kChunk; i4 += 4) {
+          const float4 l = *reinterpret_cast<const float4*>(row + i4);
+          if (i4 > r) x[i4] = fmaf(-l.x, w, x[i4]);
+          if (i4 + 1 > r) x[i4 + 1] = fmaf(-l.y, w, x[i4 + 1]);
+          if (i4 + 2 > r) x[i4 + 2] = fmaf(-l.z, w, x[i4 + 2]);
+          x[i4 + 3] = fmaf(-l.w, w, x[i4 + 3]);
+        }
+      }
+    }
+    __syncthreads();  // δ complete; G, KYᵀ and Y are read no more
+    // Zᵀ (the Y part: column d of Z), and M = −(H ⊙ L) D⁻¹ (the KYᵀ part: row t of H = K̂ Zᵀ).
+    if (col >= 2 * kChunk && col < kSolveColumns<KP>) {
+#pragma unroll
+      for (int r = 0; r < kChunk; r += 2) store_pair(zt_op, col - 2 * kChunk, r, x[r], x[r + 1]);
+    } else if (col >= kChunk && col < 2 * kChunk) {
+      const int t = col - kChunk;
+#pragma unroll
+      for (int r = 0; r < kChunk; r += 2)
+        store_pair(m_op, t, r, r <= t ? -x[r] / delta_s[r] : 0.f, r + 1 <= t ? -x[r + 1] / delta_s[r + 1] : 0.f);
+    }
+    __syncthreads();
+    // A_t k̂_t = (K̂ A_sᵀ)_t + (M Z)_t, in place.
+    for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      load_strip(acc, ka_s, wp, m0, n0);
+      warp_product<T, kChunk>(acc, m_op, zt_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int t, int i, float y) { ka_s[t * wp + i] = y; });
+    });
+    __syncthreads();
+    // α̂_t = norm(A_t k̂_t), a warp per token (vla_fused.cu: sqrtf of warp_dot, then a division).
+    for (int i = warp; i < kChunk; i += kWarps) {
+      float a[KP / 32], ss = 0.f;
+#pragma unroll
+      for (int cc = 0; cc < KP / 32; ++cc) {
+        a[cc] = ka_s[i * wp + lane + 32 * cc];
+        ss += a[cc] * a[cc];
+      }
+      const float norm = sqrtf(warp_sum(ss));
+#pragma unroll
+      for (int cc = 0; cc < KP / 32; ++cc) PenaltyRecord<KP>::alpha(record)[i * KP + lane + 32 * cc] = i < n ? a[cc] / norm : 0.f;
+    }
+    __syncthreads();
+    // (D⁻¹Z)ᵀ over K̂ A and M; A ← A_s − Zᵀ (D⁻¹Z): A(i, j) −= Σ_r z_r,i (z_r,j/δ_r), as vla_fused.cu's z_i (z_j/δ).
+    fill(zst_op, KP, [&](int d, int r) { return element(zt_op, d, r) / delta_s[r]; });
+    __syncthreads();
+    for_each_strip<KP, KP, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, kChunk>(acc, zt_op, zst_op, m0, n0);
+      for_each_pair(acc, m0, n0, [&](int i, int j, float y0, float y1) {
+        store_pair(a_op, i, j, element(a_op, i, j) - y0, element(a_op, i, j + 1) - y1);
+      });
+    });
+    __syncthreads();
+  }
+}
+
+}  // namespace larc::gpu::detail::vla_chunked
