@@ -8,8 +8,8 @@
 // Workspace (floats, stream-ordered, freed after the last kernel: chunk_launch.cuh), per (head, chunk):
 // the PenaltyRecord (64·KP + 64), the Record (W, Âᵀ, U, V_new, P) and X_c as chunk_output's operand.
 // At K = V = 128 (KP = 128), bf16/fp16: 8,256 + 48,896 + 17,408 = 74,560 floats = 298 KB a chunk, so
-// 1.22 GB at B = 1, H = 16, T = 16,384 (4,096 chunks); fp32: 8,256 + 41,472 + 16,896 = 66,624 floats
-// (1.09 GB). KP = 64 for K ≤ 64.
+// 1.22 GB at B = 1, H = 16, T = 16,384 (4,096 chunks); fp32: 8,256 + 38,400 + 16,896 = 63,552 floats
+// (1.04 GB). KP = 64 for K ≤ 64.
 #include <algorithm>
 #include <limits>
 #include <string>
