@@ -40,14 +40,7 @@ __global__ void __launch_bounds__(kThreads) ahla_summary(const Params<T> p) {
   for (int v0 = 0; v0 < p.dw; v0 += kTile) {
     fill_transposed<kTile>(wt_op, [&](int s, int c) { return in.value(s, v0 + c); });
     __syncthreads();
-    for_each_strip<KP, kTile, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, kChunk>(acc, kt_op, wt_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int d, int col, float y) {
-        if (v0 + col < p.dw) P[std::int64_t{d} * p.dw + v0 + col] = y;
-      });
-    });
+    write_sum_tile<T, KP>(P, p.dw, v0, kt_op, wt_op);
     __syncthreads();  // the Wᵀ tile is read no more
   }
 }
@@ -108,14 +101,7 @@ __global__ void __launch_bounds__(kThreads) ahla_cross(const Params<T> p) {
       });
     });
     __syncthreads();
-    for_each_strip<KP, kTile, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, kChunk>(acc, kt_op, yt_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int d, int col, float y) {
-        if (v0 + col < p.dw) X[std::int64_t{d} * p.dw + v0 + col] = y;
-      });
-    });
+    write_sum_tile<T, KP>(X, p.dw, v0, kt_op, yt_op);
   }
 }
 
@@ -157,14 +143,7 @@ __global__ void __launch_bounds__(kThreads) ahla_output(const Params<T> p) {
     fill_transposed<kTile>(et_op, [&](int d, int c) { return v0 + c < p.dw ? E[std::int64_t{d} * p.dw + v0 + c] : 0.f; });
     fill(yt_op, kTile, [&](int c, int j) { return v0 + c < p.dw ? Yt[std::int64_t{v0 + c} * kChunk + j] : 0.f; });
     __syncthreads();
-    float acc[2][2][4];
-#pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      zero(acc[s]);
-      warp_product<T, KP>(acc[s], q_op, et_op, strip_row(s), strip_col(s));
-      warp_product<T, kChunk>(acc[s], a_op, yt_op, strip_row(s), strip_col(s));
-    }
-    write_output_tile(p, ch, acc, v0, nullptr);
+    write_output_tile(p, ch, v0, nullptr, q_op, et_op, a_op, yt_op);
   }
 }
 

@@ -44,6 +44,21 @@ inline Kernel hla_entry(std::string name, std::string mechanism, std::string des
   return k;
 }
 
+// A log-linear kernel's registry entry (log_linear_fused.cu, log_linear_chunked.cu,
+// log_linear_gdn_chunked.cu): bf16, fp16 and fp32, K ≤ 128 (validate_log_linear), T ≤ max_T, no state.
+inline Kernel log_linear_entry(std::string name, std::string mechanism, std::string description, std::int64_t max_T,
+                               std::function<Status(const LaunchArgs&)> launch) {
+  Kernel k;
+  k.name = std::move(name);
+  k.mechanism = std::move(mechanism);
+  k.description = std::move(description);
+  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.limits.max_K = 128;
+  k.limits.max_T = max_T;
+  k.launch = std::move(launch);
+  return k;
+}
+
 void append_delta_rule_kernels(std::vector<Kernel>& out);  // delta_rule_fused.cu: la, la-ratio, deltanet, gdn, kla, gla
 void append_log_linear_kernels(std::vector<Kernel>& out);  // log_linear_fused.cu: log-linear, log-linear-gdn
 void append_hla_kernels(std::vector<Kernel>& out);  // hla_fused.cu: hla, hla-normalized, ahla

@@ -101,14 +101,7 @@ __global__ void __launch_bounds__(kThreads) second_cross(const Params<T> p) {
     __syncthreads();  // N is formed; the previous tile is read no more
     fill_transposed<kTile>(wt_op, [&](int s, int c) { return in.value(s, v0 + c); });
     __syncthreads();
-    for_each_strip<KP, kTile, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, kChunk>(acc, n_op, wt_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int d, int col, float y) {
-        if (v0 + col < p.dw) X[std::int64_t{d} * p.dw + v0 + col] = y;
-      });
-    });
+    write_sum_tile<T, KP>(X, p.dw, v0, n_op, wt_op);
   }
 }
 
@@ -175,14 +168,7 @@ __global__ void __launch_bounds__(kThreads) second_output(const Params<T> p) {
     fill_transposed<kTile>(ft_op, [&](int d, int c) { return v0 + c < p.dw ? F[std::int64_t{d} * p.dw + v0 + c] : 0.f; });
     fill_transposed<kTile>(wt_op, [&](int s, int c) { return in.value(s, v0 + c); });
     __syncthreads();
-    float acc[2][2][4];
-#pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      zero(acc[s]);
-      warp_product<T, KP>(acc[s], q_op, ft_op, strip_row(s), strip_col(s));
-      warp_product<T, kChunk>(acc[s], p_op, wt_op, strip_row(s), strip_col(s));
-    }
-    write_output_tile(p, ch, acc, v0, den);
+    write_output_tile(p, ch, v0, den, q_op, ft_op, p_op, wt_op);
   }
 }
 

@@ -112,11 +112,35 @@ __host__ __device__ __forceinline__ int output_tile_start(int i, int V, int dw, 
   return (first + i) % tiles * kTile;
 }
 
-// o for the tile's columns v0 … from this warp's two strips of raw rows: raw, or raw_j / (raw_V + ε)
-// normalised (hla_fused.cu's write_output); den (64 floats, shared) keeps raw_V across the tiles.
-template <class T>
-__device__ __forceinline__ void write_output_tile(const Params<T>& p, const Chunk& ch, const float (&acc)[2][2][4],
-                                                  int v0, float* den) {
+// X[d][v0 + col] = (A B)[d][col] for the [KP][kTile] tile at columns v0 … of an fp32 [KP][dw] sum
+// (columns < dw), A an operand of KP rows and B of kTile, both KD deep.
+template <class T, int KP, int KD, int TA, int TB>
+__device__ __forceinline__ void write_sum_tile(float* X, int dw, int v0, const Operand<T, TA, KD>& a,
+                                               const Operand<T, TB, KD>& b) {
+  for_each_strip<KP, kTile, 2>([&](int m0, int n0) {
+    float acc[2][4];
+    zero(acc);
+    warp_product<T, KD>(acc, a, b, m0, n0);
+    for_each_element(acc, m0, n0, [&](int d, int col, float y) {
+      if (v0 + col < dw) X[std::int64_t{d} * dw + v0 + col] = y;
+    });
+  });
+}
+
+// o for the tile's columns v0 … = Q Sᵀ_tile + A B_tile (rows < n): raw, or raw_j / (raw_V + ε) normalised
+// (hla_fused.cu's write_output); den (64 floats, shared) keeps raw_V across the tiles. Each warp's two
+// strips of the 64 × kTile block.
+template <class T, int KP, int TQ, int TS, int TA, int TB>
+__device__ __forceinline__ void write_output_tile(const Params<T>& p, const Chunk& ch, int v0, float* den,
+                                                  const Operand<T, TQ, KP>& q, const Operand<T, TS, KP>& sum,
+                                                  const Operand<T, TA, kChunk>& a, const Operand<T, TB, kChunk>& b) {
+  float acc[2][2][4];
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    zero(acc[s]);
+    warp_product<T, KP>(acc[s], q, sum, strip_row(s), strip_col(s));
+    warp_product<T, kChunk>(acc[s], a, b, strip_row(s), strip_col(s));
+  }
   if (p.normalized && v0 <= p.V && p.V < v0 + kTile) {
 #pragma unroll
     for (int s = 0; s < 2; ++s)

@@ -238,18 +238,14 @@ Status launch(const LaunchArgs& args) {
 }  // namespace
 
 void append_log_linear_kernels(std::vector<Kernel>& out) {
-  KernelLimits limits;
-  limits.max_K = 128;
-  limits.max_T = kMaxT;
-  const std::vector<DType> dtypes = {DType::bf16, DType::fp16, DType::fp32};
-  out.push_back({"log-linear-fused-recurrent", "log-linear",
-                 "log-linear attention, Mamba-2 decay (SPEC §4): Fenwick level states in registers, one warp per "
-                 "value column",
-                 dtypes, limits, launch<Variant::mamba2>});
-  out.push_back({"log-linear-gdn-fused-recurrent", "log-linear-gdn",
-                 "log-linear Gated DeltaNet (SPEC §4): per-level delta-rule transitions, Fenwick level states in "
-                 "registers, one warp per value column",
-                 dtypes, limits, launch<Variant::gdn>});
+  out.push_back(log_linear_entry("log-linear-fused-recurrent", "log-linear",
+                                 "log-linear attention, Mamba-2 decay (SPEC §4): Fenwick level states in registers, one "
+                                 "warp per value column",
+                                 kMaxT, launch<Variant::mamba2>));
+  out.push_back(log_linear_entry("log-linear-gdn-fused-recurrent", "log-linear-gdn",
+                                 "log-linear Gated DeltaNet (SPEC §4): per-level delta-rule transitions, Fenwick level "
+                                 "states in registers, one warp per value column",
+                                 kMaxT, launch<Variant::gdn>));
 }
 
 }  // namespace larc::gpu::detail

@@ -382,17 +382,12 @@ Status launch(const LaunchArgs& args) {
 }  // namespace
 
 void append_log_linear_gdn_chunked_kernels(std::vector<Kernel>& out) {
-  Kernel k;
-  k.name = "log-linear-gdn-chunked";
-  k.mechanism = "log-linear-gdn";
-  k.description =
-      "log-linear attention, GDN transitions, chunked (C = 64): GDN chunk records in parallel, the Fenwick level "
-      "states carried through each chunk in one sequential pass, then the output per chunk in parallel; bf16/fp16 "
-      "products on tensor cores, fp32 by FMA in fp64";
-  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
-  k.limits.max_K = 128;  // validate_log_linear
-  k.launch = [](const LaunchArgs& args) { return launch(args); };
-  out.push_back(std::move(k));
+  out.push_back(log_linear_entry("log-linear-gdn-chunked", "log-linear-gdn",
+                                 "log-linear attention, GDN transitions, chunked (C = 64): GDN chunk records in "
+                                 "parallel, the Fenwick level states carried through each chunk in one sequential "
+                                 "pass, then the output per chunk in parallel; bf16/fp16 products on tensor cores, "
+                                 "fp32 by FMA in fp64",
+                                 kMaxT, [](const LaunchArgs& args) { return launch(args); }));
 }
 
 }  // namespace larc::gpu::detail
