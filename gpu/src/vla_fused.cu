@@ -33,6 +33,7 @@ using namespace onchip;
 constexpr const char* kName = "vla-fused-recurrent";
 constexpr float kLambda0 = 1.f;    // mechanism parameter lambda0: A_0 = I/λ0
 constexpr float kStabEps = 1e-4f;  // mechanism parameter stab_eps: floor of δ and of the read's denominator
+const std::vector<DType> kDtypes = {DType::bf16, DType::fp16, DType::fp32};
 
 template <class T>
 struct VlaParams {
@@ -174,7 +175,7 @@ __global__ void __launch_bounds__(kBlockThreads) vla_fused_recurrent(const VlaPa
 
 Status launch(const LaunchArgs& args) {
   Validator v(kName, args);
-  const VlaInputs in = validate_vla(v, args);
+  const VlaInputs in = validate_vla(v, args, kDtypes);
   const auto [tiles, blocks] = require_column_tiles(v, kMaxK);
   if (!v.ok()) return v.status();
   if (blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
@@ -209,7 +210,7 @@ void append_vla_kernels(std::vector<Kernel>& out) {
   k.description =
       "VLA fused recurrent: Sherman–Morrison penalty A (K×K) and memory Sᵀ in registers, one block per (b, h, 32 "
       "value columns); φ = ELU+1, λ0 = 1, stab_eps = 1e-4, ratio read, u = norm(k)/√K";
-  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.dtypes = kDtypes;
   k.limits.max_K = kMaxK;
   k.limits.initial_state = false;
   k.launch = launch;

@@ -2,9 +2,9 @@
 
 namespace larc::gpu::detail {
 
-VlaInputs validate_vla(Validator& v, const LaunchArgs& args) {
+VlaInputs validate_vla(Validator& v, const LaunchArgs& args, const std::vector<DType>& dtypes) {
   VlaInputs in;
-  in.dtype = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  in.dtype = v.dtype_of("q", dtypes);
   in.q = v.input("q", "BTHK", in.dtype);
   in.k = v.input("k", "BTHK", in.dtype);
   in.v = v.input("v", "BTHV", in.dtype);

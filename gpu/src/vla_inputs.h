@@ -1,8 +1,10 @@
 // The launch validation shared by the VLA kernels (vla_fused.cu, vla_chunked.cu; SPEC §1): q, k
-// [B,T,H,K], v and o [B,T,H,V] of one dtype (bf16, fp16 or fp32), an optional fp32 final_state
+// [B,T,H,K], v and o [B,T,H,V] of one dtype (one of `dtypes`), an optional fp32 final_state
 // [B,H,K,V], no initial_state (VLA's memory is (Sᵀ, A, ζ): a carried Sᵀ alone does not continue a
 // sequence), 1 ≤ K ≤ kVlaMaxK, V ≥ 1.
 #pragma once
+
+#include <vector>
 
 #include "validate.h"
 
@@ -16,6 +18,6 @@ struct VlaInputs {
   const TensorView* final_state = nullptr;  // nullptr when not requested
 };
 
-VlaInputs validate_vla(Validator& v, const LaunchArgs& args);
+VlaInputs validate_vla(Validator& v, const LaunchArgs& args, const std::vector<DType>& dtypes);
 
 }  // namespace larc::gpu::detail
