@@ -18,8 +18,11 @@ cudaError_t allow_smem(Kernel kernel, std::size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
-// "<kernel>: launch failed (<what>): <error>", the fused launchers' wording with the step named.
+// "<kernel>: launch failed (<what>): <error>", the fused launchers' wording with the step named. The
+// failed call's error is also the thread's last error, which the next launch on this host thread would
+// read as its own (launch_status): it is cleared here.
 inline Status cuda_failure(const std::string& name, const std::string& what, cudaError_t e) {
+  (void)cudaGetLastError();
   return Status::failure(name + ": launch failed (" + what + "): " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 

@@ -41,17 +41,20 @@ __global__ void __launch_bounds__(kThreads) second_summary(const Params<T> p) {
 }
 
 // ---- cross: X = (S_p Qᵀ + (A K)ᵀ) W ----------------------------------------------------------------
-// Shared memory (words): Q, K [64 rows][KP] (input terms; Wᵀ tiles [kTile rows][64] over K once A is
-// formed), Kᵀ [KP rows][64] (input terms), A [64][64] and S_p [KP][KP] (kSumTerms; N = S_p Qᵀ + (A K)ᵀ
-// [KP rows][64] over S_p once formed).
+// Shared memory (words): Q [64 rows][KP] and Kᵀ [KP rows][64] (input terms), A [64][64] (kSumTerms), and
+// a region holding K [64 rows][KP] (input terms) until A is formed, then S_p [KP][KP] (kSumTerms), then
+// N = S_p Qᵀ + (A K)ᵀ [KP rows][64] (kSumTerms) followed by the Wᵀ tiles [kTile rows][64] (input terms).
+// 204 KB at KP = 128 for fp16 inputs (two input terms), 168 KB for bf16.
 template <class T, int KP>
 struct CrossLayout {
   static constexpr int kQ = operand_words<T, kIn<T>>(kChunk, KP);
   static constexpr int kKt = operand_words<T, kIn<T>>(KP, kChunk);
   static constexpr int kA = operand_words<T, kSumTerms>(kChunk, kChunk);
   static constexpr int kS = operand_words<T, kSumTerms>(KP, KP);
-  static_assert(operand_words<T, kSumTerms>(KP, kChunk) <= kS && operand_words<T, kIn<T>>(kTile, kChunk) <= kQ);
-  static constexpr int kWords = 2 * kQ + kKt + kA + kS;
+  static constexpr int kN = operand_words<T, kSumTerms>(KP, kChunk);
+  static constexpr int kNW = kN + operand_words<T, kIn<T>>(kTile, kChunk);
+  static constexpr int kRegion = kQ > kS ? (kQ > kNW ? kQ : kNW) : (kS > kNW ? kS : kNW);
+  static constexpr int kWords = kQ + kKt + kA + kRegion;
 };
 
 template <class T, int KP>
@@ -60,13 +63,13 @@ __global__ void __launch_bounds__(kThreads) second_cross(const Params<T> p) {
   extern __shared__ float4 smem_vec[];
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto q_op = operand_at<T, kIn<T>, KP>(words, kChunk);
-  const auto k_op = operand_at<T, kIn<T>, KP>(words + L::kQ, kChunk);
-  const auto wt_op = operand_at<T, kIn<T>, kChunk>(words + L::kQ, kTile);
-  const auto kt_op = operand_at<T, kIn<T>, kChunk>(words + 2 * L::kQ, KP);
-  const auto a_op = operand_at<T, kSumTerms, kChunk>(words + 2 * L::kQ + L::kKt, kChunk);
-  float* const s_words = words + 2 * L::kQ + L::kKt + L::kA;
-  const auto s_op = operand_at<T, kSumTerms, KP>(s_words, KP);
-  const auto n_op = operand_at<T, kSumTerms, kChunk>(s_words, KP);
+  const auto kt_op = operand_at<T, kIn<T>, kChunk>(words + L::kQ, KP);
+  const auto a_op = operand_at<T, kSumTerms, kChunk>(words + L::kQ + L::kKt, kChunk);
+  float* const region = words + L::kQ + L::kKt + L::kA;
+  const auto k_op = operand_at<T, kIn<T>, KP>(region, kChunk);
+  const auto s_op = operand_at<T, kSumTerms, KP>(region, KP);
+  const auto n_op = operand_at<T, kSumTerms, kChunk>(region, KP);
+  const auto wt_op = operand_at<T, kIn<T>, kChunk>(region + L::kN, kTile);
 
   const Chunk ch = chunk_of(p);
   const ChunkInputs<T> in = inputs_of(p, ch);
@@ -74,9 +77,10 @@ __global__ void __launch_bounds__(kThreads) second_cross(const Params<T> p) {
   fill(q_op, kChunk, [&](int i, int d) { return in.query(i, d); });
   fill(k_op, kChunk, [&](int i, int d) { return in.key(i, d); });
   fill_transposed<KP>(kt_op, [&](int s, int d) { return in.key(s, d); });
-  fill(s_op, KP, [&](int d, int e) { return S[d * KP + e]; });
   __syncthreads();
   form_causal_scores<T, KP>(a_op, q_op, k_op);
+  __syncthreads();  // K is read no more: S_p over it
+  fill(s_op, KP, [&](int d, int e) { return S[d * KP + e]; });
   __syncthreads();
 
   // N = S_p Qᵀ + Kᵀ Aᵀ, this warp's strips of [KP][64] in registers until S_p is read no more.

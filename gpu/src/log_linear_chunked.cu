@@ -201,6 +201,11 @@ __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
         const int col = e / (KP / 2), d = e % (KP / 2) * 2;
         store_pair(image, col0 % kOutTileV + col, d, sum[d * kLevelPitch + col], sum[(d + 1) * kLevelPitch + col]);
       }
+      // The last block also zeroes the image rows past every block's columns (V not a multiple of 64),
+      // which chunk_output copies with the rest.
+      if (col0 + kLevelTileV >= V)
+        for (int e = threadIdx.x; e < (kOutTileV - col0 % kOutTileV - kLevelTileV) * (KP / 2); e += kThreads)
+          store_pair(image, col0 % kOutTileV + kLevelTileV + e / (KP / 2), e % (KP / 2) * 2, 0.f, 0.f);
       __syncthreads();  // the reset scales are visible
     }
     if (col0 == 0 && threadIdx.x >= 1 && threadIdx.x <= p.chunk_levels)
