@@ -190,6 +190,20 @@ __device__ __forceinline__ void fill(const Operand<T, TERMS, KD>& op, int rows, 
   }
 }
 
+// The state pass's fp32 tile x (rows = op's KD reduction indices, TILE columns, row pitch `pitch`) into
+// op transposed (op's TILE rows are x's columns) and, for the columns with col0 + col < V, into out (an
+// operand of V rows, e.g. a workspace read by chunk_output); threads share the pairs.
+template <int TILE, class T, int TERMS, int OUT_TERMS, int KD>
+__device__ __forceinline__ void store_columns(const Operand<T, TERMS, KD>& op, const Operand<T, OUT_TERMS, KD>& out,
+                                              const float* x, int pitch, int col0, int V) {
+  for (int e = threadIdx.x; e < TILE * (KD / 2); e += kBlockThreads) {
+    const int col = e / (KD / 2), d = e % (KD / 2) * 2;
+    const float x0 = x[d * pitch + col], x1 = x[(d + 1) * pitch + col];
+    store_pair(op, col, d, x0, x1);
+    if (col0 + col < V) store_pair(out, col0 + col, d, x0, x1);
+  }
+}
+
 // Element (row, k) of op, the sum of its terms.
 template <class T, int TERMS, int KD>
 __device__ __forceinline__ float element(const Operand<T, TERMS, KD>& op, int row, int k) {

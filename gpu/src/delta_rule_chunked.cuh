@@ -502,15 +502,8 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     const float decay_last = gamma_s[n - 1];
 
     // S_c as W S's B operand, and (its first kOutputTerms planes) to the states workspace for chunk_output.
-    {
-      const auto s_out = operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, first_slot + c), V);
-      for (int e = threadIdx.x; e < kTileV * (KP / 2); e += kThreads) {
-        const int col = e / (KP / 2), d = e % (KP / 2) * 2;
-        const float x0 = s_s[d * sp + col], x1 = s_s[(d + 1) * sp + col];
-        store_pair(s_op, col, d, x0, x1);
-        if (col0 + col < V) store_pair(s_out, col0 + col, d, x0, x1);
-      }
-    }
+    store_columns<kTileV>(s_op, operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, first_slot + c), V), s_s, sp,
+                          col0, V);
     __syncthreads();
     // V_new = U − W S_c, in place of U.
     for_each_strip<kChunk, kTileV, 1>([&](int m0, int n0) {
@@ -521,15 +514,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     });
     __syncthreads();
     // V_new as the update's B operand, and (kOutputTerms planes) to the record for chunk_output.
-    {
-      const auto vn_out = operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V);
-      for (int e = threadIdx.x; e < kTileV * (kChunk / 2); e += kThreads) {
-        const int col = e / (kChunk / 2), i = e % (kChunk / 2) * 2;
-        const float x0 = u_s[i * sp + col], x1 = u_s[(i + 1) * sp + col];
-        store_pair(vn_op, col, i, x0, x1);
-        if (col0 + col < V) store_pair(vn_out, col0 + col, i, x0, x1);
-      }
-    }
+    store_columns<kTileV>(vn_op, operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V), u_s, sp, col0, V);
     __syncthreads();  // W, U and γ are read no more
     if constexpr (L::kShared) {
       stage_kt(c);

@@ -272,15 +272,8 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     wait_async<1>();  // W and U of chunk c (its Âᵀ may still be in flight)
     __syncthreads();
     // X_c as W X's B operand, and (its first kOutputTerms planes) to the states workspace for chunk_output.
-    {
-      const auto x_out = operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, first_slot + c), V);
-      for (int e = threadIdx.x; e < kTileV * (KP / 2); e += kThreads) {
-        const int col = e / (KP / 2), d = e % (KP / 2) * 2;
-        const float x0 = x_s[d * xp + col], x1 = x_s[(d + 1) * xp + col];
-        store_pair(x_op, col, d, x0, x1);
-        if (col0 + col < V) store_pair(x_out, col0 + col, d, x0, x1);
-      }
-    }
+    store_columns<kTileV>(x_op, operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, first_slot + c), V), x_s, xp,
+                          col0, V);
     __syncthreads();
     // V_new = U − W X_c, in place of U.
     for_each_strip<kChunk, kTileV, 1>([&](int m0, int n0) {
@@ -291,15 +284,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     });
     __syncthreads();
     // V_new as the update's B operand, and (kOutputTerms planes) to the record for chunk_output.
-    {
-      const auto vn_out = operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V);
-      for (int e = threadIdx.x; e < kTileV * (kChunk / 2); e += kThreads) {
-        const int col = e / (kChunk / 2), i = e % (kChunk / 2) * 2;
-        const float x0 = u_s[i * xp + col], x1 = u_s[(i + 1) * xp + col];
-        store_pair(vn_op, col, i, x0, x1);
-        if (col0 + col < V) store_pair(vn_out, col0 + col, i, x0, x1);
-      }
-    }
+    store_columns<kTileV>(vn_op, operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V), u_s, xp, col0, V);
     __syncthreads();  // W and U are read no more
     if (c + 1 < p.chunks) stage_w(c + 1);
     else commit_async();  // an empty group keeps the count
