@@ -29,7 +29,6 @@
 //
 // Workspace (stream-ordered, chunk_launch.cuh): per (head, chunk) D_c, B_c, A_c and the σ_c^(m), e.g.
 // 2.2 GB at B = 1, H = 16, K = V = 128, T = 65,536.
-#include <algorithm>
 #include <string>
 
 #include "chunk_launch.cuh"
@@ -49,7 +48,7 @@ using namespace log_linear_levels;
 using delta_rule::rows_of;
 using delta_rule::TokenRows;
 
-constexpr int kChunk = 64;
+constexpr int kChunk = kLogLinearChunk;
 constexpr int kThreads = kBlockThreads;
 constexpr int kLevelTileV = 16;  // value columns per level_pass block
 constexpr int kLevelPitch = kLevelTileV + 1;  // words a row of level_pass's levels
@@ -386,10 +385,8 @@ Status launch(const LaunchArgs& args) {
   Validator v(name, args);
   const LogLinearInputs in = validate_log_linear(v, args, false, kMaxT);
   const std::int64_t B = v.size('B'), T_len = v.size('T'), H = v.size('H');
-  const std::int64_t chunks = (T_len + kChunk - 1) / kChunk;
-  const std::int64_t level_tiles = (v.size('V') + kLevelTileV - 1) / kLevelTileV;
-  const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
-  v.require_grid(std::max({H * B * chunks * out_tiles, B * H * level_tiles}));
+  const LogLinearChunking chunking = chunking_of(v, kLevelTileV, kOutTileV);
+  const std::int64_t chunks = chunking.chunks;
   if (!v.ok()) return v.status();
   if (T_len == 0 || B * H == 0) return Status::success();  // o is empty: nothing to write
 
@@ -409,9 +406,9 @@ Status launch(const LaunchArgs& args) {
     p.K = static_cast<int>(v.size('K'));
     p.V = static_cast<int>(v.size('V'));
     p.token_levels = in.levels;
-    p.chunk_levels = chunks > 1 ? fenwick_level_count(chunks) - 1 : 0;  // m = 1..bit_width(chunks − 1)
-    p.level_tiles = static_cast<int>(level_tiles);
-    p.out_tiles = static_cast<int>(out_tiles);
+    p.chunk_levels = chunking.chunk_levels;
+    p.level_tiles = static_cast<int>(chunking.level_tiles);
+    p.out_tiles = static_cast<int>(chunking.out_tiles);
     if (p.K <= 64) return enqueue<T, 64>(p, stream_of(args), name);
     return enqueue<T, 128>(p, stream_of(args), name);
   });

@@ -22,7 +22,6 @@
 //
 // Workspace (stream-ordered): the chunk records, the solves, and chunk_levels level images per chunk
 // (e.g. 14.9 GB at B = 1, H = 16, K = V = 128, T = 65,536).
-#include <algorithm>
 #include <string>
 
 #include "chunk_launch.cuh"
@@ -44,6 +43,7 @@ using delta_rule_chunked::kStateTerms;
 using delta_rule_chunked::Record;
 
 constexpr int kThreads = kBlockThreads;
+static_assert(kChunk == kLogLinearChunk, "chunking_of counts the chunks of chunk_prepare");
 constexpr int kLevelTileV = 8;  // value columns per level_pass block
 constexpr int kGroup = 4;       // levels carried per product pass
 constexpr int kOutTileV = 64;   // value columns per chunk_output block
@@ -345,10 +345,8 @@ Status launch(const LaunchArgs& args) {
   Validator v(name, args);
   const LogLinearInputs in = validate_log_linear(v, args, true, kMaxT);
   const std::int64_t B = v.size('B'), T_len = v.size('T'), H = v.size('H');
-  const std::int64_t chunks = (T_len + kChunk - 1) / kChunk;
-  const std::int64_t level_tiles = (v.size('V') + kLevelTileV - 1) / kLevelTileV;
-  const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
-  v.require_grid(std::max({H * B * chunks * out_tiles, B * H * level_tiles}));
+  const LogLinearChunking chunking = chunking_of(v, kLevelTileV, kOutTileV);
+  const std::int64_t chunks = chunking.chunks;
   if (!v.ok()) return v.status();
   if (T_len == 0 || B * H == 0) return Status::success();  // o is empty: nothing to write
 
@@ -371,9 +369,9 @@ Status launch(const LaunchArgs& args) {
     dp.V = static_cast<int>(v.size('V'));
     p.level_scales = strided<const T>(in.level_scales);
     p.token_levels = in.levels;
-    p.chunk_levels = chunks > 1 ? fenwick_level_count(chunks) - 1 : 0;  // m = 1..bit_width(chunks − 1)
-    p.level_tiles = static_cast<int>(level_tiles);
-    p.out_tiles = static_cast<int>(out_tiles);
+    p.chunk_levels = chunking.chunk_levels;
+    p.level_tiles = static_cast<int>(chunking.level_tiles);
+    p.out_tiles = static_cast<int>(chunking.out_tiles);
     if (dp.K <= 64) return enqueue<T, 64>(p, stream_of(args), name);
     return enqueue<T, 128>(p, stream_of(args), name);
   });

@@ -1,5 +1,6 @@
 #include "log_linear_inputs.h"
 
+#include <algorithm>
 #include <string>
 
 namespace larc::gpu::detail {
@@ -30,6 +31,17 @@ LogLinearInputs validate_log_linear(Validator& v, const LaunchArgs& args, bool g
                                             " levels; T = " + std::to_string(T) + " needs ceil(log2 T) + 1 = " +
                                             std::to_string(in.levels));
   return in;
+}
+
+LogLinearChunking chunking_of(Validator& v, int level_tile, int out_tile) {
+  LogLinearChunking c;
+  const std::int64_t BH = v.size('B') * v.size('H'), V = v.size('V');
+  c.chunks = (v.size('T') + kLogLinearChunk - 1) / kLogLinearChunk;
+  c.level_tiles = (V + level_tile - 1) / level_tile;
+  c.out_tiles = (V + out_tile - 1) / out_tile;
+  c.chunk_levels = c.chunks > 1 ? fenwick_level_count(c.chunks) - 1 : 0;
+  v.require_grid(std::max(BH * c.chunks * c.out_tiles, BH * c.level_tiles));
+  return c;
 }
 
 }  // namespace larc::gpu::detail

@@ -22,4 +22,15 @@ struct LogLinearInputs {
 
 LogLinearInputs validate_log_linear(Validator& v, const LaunchArgs& args, bool gdn, std::int64_t max_T);
 
+// The geometry of the chunked kernels (log_linear_chunked.cu, log_linear_gdn_chunked.cu; 64-token chunks):
+// the chunks of a sequence, the chunk levels m = 1 … bit_width(chunks − 1) they reach, and the column tiles
+// of a level pass of `level_tile` and an output of `out_tile` value columns; their largest grid is
+// required on v (B · H · tiles and B · H · chunks · tiles blocks).
+constexpr int kLogLinearChunk = 64;
+struct LogLinearChunking {
+  std::int64_t chunks = 0, level_tiles = 0, out_tiles = 0;
+  int chunk_levels = 0;
+};
+LogLinearChunking chunking_of(Validator& v, int level_tile, int out_tile);
+
 }  // namespace larc::gpu::detail
