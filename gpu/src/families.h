@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hla_inputs.h"
+#include "vla_inputs.h"
 #include "larc/gpu/api.h"
 
 namespace larc::gpu::detail {
@@ -55,6 +56,20 @@ inline Kernel log_linear_entry(std::string name, std::string mechanism, std::str
   k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
   k.limits.max_K = 128;
   k.limits.max_T = max_T;
+  k.launch = std::move(launch);
+  return k;
+}
+
+// A VLA kernel's registry entry (vla_fused.cu, vla_chunked.cu): K ≤ kVlaMaxK, no initial state.
+inline Kernel vla_entry(std::string name, std::string description, std::vector<DType> dtypes,
+                        std::function<Status(const LaunchArgs&)> launch) {
+  Kernel k;
+  k.name = std::move(name);
+  k.mechanism = "vla";
+  k.description = std::move(description);
+  k.dtypes = std::move(dtypes);
+  k.limits.max_K = kVlaMaxK;
+  k.limits.initial_state = false;
   k.launch = std::move(launch);
   return k;
 }

@@ -437,18 +437,11 @@ Status launch(const LaunchArgs& args) {
 }  // namespace
 
 void append_vla_chunked_kernels(std::vector<Kernel>& out) {
-  Kernel k;
-  k.name = kName;
-  k.mechanism = "vla";
-  k.description =
-      "VLA, chunked (C = 64): the Sherman–Morrison penalty blocked as an LDLᵀ per chunk (sequential per head, A on "
-      "chip), then the memory by the UT/WY delta rule with keys k̂ and α̂; products on tensor cores (bf16/fp16), fp32 by "
-      "FMA in fp64";
-  k.dtypes = kDtypes;
-  k.limits.max_K = kVlaMaxK;
-  k.limits.initial_state = false;
-  k.launch = launch;
-  out.push_back(std::move(k));
+  out.push_back(vla_entry(kName,
+                          "VLA, chunked (C = 64): the Sherman–Morrison penalty blocked as an LDLᵀ per chunk (sequential "
+                          "per head, A on chip), then the memory by the UT/WY delta rule with keys k̂ and α̂; products on "
+                          "tensor cores; bf16/fp16 only (fp32 refused: docs/gpu-kernels.md, VLA)",
+                          kDtypes, launch));
 }
 
 }  // namespace larc::gpu::detail

@@ -34,6 +34,7 @@ constexpr const char* kName = "vla-fused-recurrent";
 constexpr float kLambda0 = 1.f;    // mechanism parameter lambda0: A_0 = I/λ0
 constexpr float kStabEps = 1e-4f;  // mechanism parameter stab_eps: floor of δ and of the read's denominator
 const std::vector<DType> kDtypes = {DType::bf16, DType::fp16, DType::fp32};
+static_assert(kMaxK == kVlaMaxK, "the registry entry declares the K the register layout holds");
 
 template <class T>
 struct VlaParams {
@@ -204,17 +205,10 @@ Status launch(const LaunchArgs& args) {
 }  // namespace
 
 void append_vla_kernels(std::vector<Kernel>& out) {
-  Kernel k;
-  k.name = kName;
-  k.mechanism = "vla";
-  k.description =
-      "VLA fused recurrent: Sherman–Morrison penalty A (K×K) and memory Sᵀ in registers, one block per (b, h, 32 "
-      "value columns); φ = ELU+1, λ0 = 1, stab_eps = 1e-4, ratio read, u = norm(k)/√K";
-  k.dtypes = kDtypes;
-  k.limits.max_K = kMaxK;
-  k.limits.initial_state = false;
-  k.launch = launch;
-  out.push_back(std::move(k));
+  out.push_back(vla_entry(kName,
+                          "VLA fused recurrent: Sherman–Morrison penalty A (K×K) and memory Sᵀ in registers, one block "
+                          "per (b, h, 32 value columns); φ = ELU+1, λ0 = 1, stab_eps = 1e-4, ratio read, u = norm(k)/√K",
+                          kDtypes, launch));
 }
 
 }  // namespace larc::gpu::detail
