@@ -87,11 +87,53 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Tensor cores: the term pairs (i, j) with i + j ≤ 2 (the rest is below 2^-24 relative), per 16
-// reduction indices into two zeroed fragments — hi·hi alone, the corrections smallest first — added
-// to acc in fp32 (round to nearest): the tensor cores' own accumulation truncates, so a sum kept to one
-// block of exact hi·hi products (a single product: exact) and corrections 2^-8 smaller errs like one
-// rounding. FMA (fp32 inputs): k in order, in fp64. Fragment addresses are formed once; the unrolled blocks load at fixed offsets.
+// acc += A · B for one m16n8k16 block from bf16 term fragments: the term pairs (i, j) with i + j ≤ 2
+// (the rest is below 2^-24 relative) into two zeroed fragments — hi·hi alone, the corrections smallest
+// first — added to acc in fp32 (round to nearest): the tensor cores' own accumulation truncates, so a
+// sum kept to one block of exact hi·hi products (a single product: exact) and corrections 2^-8 smaller
+// errs like one rounding.
+template <int TA, int TB>
+__device__ __forceinline__ void mma_terms(float (&acc)[4], const std::uint32_t (&fa)[TA][4], const std::uint32_t (&fb)[TB][2]) {
+  float hi[4] = {0.f, 0.f, 0.f, 0.f};
+  mma_bf16(hi, fa[0], fb[0][0], fb[0][1]);
+  if constexpr (TA > 1 || TB > 1) {
+    float lo[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int order = 2; order >= 1; --order)
+#pragma unroll
+      for (int ta = 0; ta < TA; ++ta)
+        if (const int tb = order - ta; tb >= 0 && tb < TB) mma_bf16(lo, fa[ta], fb[tb][0], fb[tb][1]);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[r] += hi[r] + lo[r];
+  } else {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[r] += hi[r];
+  }
+}
+
+// An m16k16 A fragment held in fp32 registers — the element pairs (g, 2t), (g + 8, 2t), (g, 2t + 8),
+// (g + 8, 2t + 8) of the lane — split into N bf16 term fragments. The m16n8 accumulators of the n-tiles
+// 2k and 2k + 1 are, pair for pair, the A fragment of k-step k: fragment_terms(left, right) turns a
+// product's result into the next product's A operand without leaving the registers.
+template <int N>
+__device__ __forceinline__ void fragment_terms(float2 p0, float2 p1, float2 p2, float2 p3, std::uint32_t (&fa)[N][4]) {
+  const float2 pairs[4] = {p0, p1, p2, p3};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    std::uint32_t terms[N];
+    split_pair(pairs[i].x, pairs[i].y, terms);
+#pragma unroll
+    for (int n = 0; n < N; ++n) fa[n][i] = terms[n];
+  }
+}
+template <int N>
+__device__ __forceinline__ void fragment_terms(const float (&left)[4], const float (&right)[4], std::uint32_t (&fa)[N][4]) {
+  fragment_terms(make_float2(left[0], left[1]), make_float2(left[2], left[3]), make_float2(right[0], right[1]),
+                 make_float2(right[2], right[3]), fa);
+}
+
+// Tensor cores: mma_terms per 16 reduction indices. FMA (fp32 inputs): k in order, in fp64. Fragment
+// addresses are formed once; the unrolled blocks load at fixed offsets.
 template <class T, int KD, int NT, int TA, int TB>
 __device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<T, TA, KD>& A,
                                              const Operand<T, TB, KD>& B, int m0, int n0) {
@@ -119,21 +161,7 @@ __device__ __forceinline__ void warp_product(float (&acc)[NT][4], const Operand<
         std::uint32_t fb[TB][2];
 #pragma unroll
         for (int n = 0; n < TB; ++n) fb[n][0] = b[j][n * b_plane + w], fb[n][1] = b[j][n * b_plane + w + 4];
-        float hi[4] = {0.f, 0.f, 0.f, 0.f};
-        mma_bf16(hi, fa[0], fb[0][0], fb[0][1]);
-        if constexpr (TA > 1 || TB > 1) {
-          float lo[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-          for (int order = 2; order >= 1; --order)
-#pragma unroll
-            for (int ta = 0; ta < TA; ++ta)
-              if (const int tb = order - ta; tb >= 0 && tb < TB) mma_bf16(lo, fa[ta], fb[tb][0], fb[tb][1]);
-#pragma unroll
-          for (int r = 0; r < 4; ++r) acc[j][r] += hi[r] + lo[r];
-        } else {
-#pragma unroll
-          for (int r = 0; r < 4; ++r) acc[j][r] += hi[r];
-        }
+        mma_terms(acc[j], fa, fb);
       }
     }
   } else {
@@ -291,15 +319,35 @@ template <int N>
 __device__ __forceinline__ void wait_async() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-// `words` (a multiple of 4) from global to shared memory by cp.async.
+// `words` (a multiple of 4) from global to shared memory by cp.async; THREADS: the block's.
+template <int THREADS = kBlockThreads>
 __device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {
-  for (int e = threadIdx.x; e < words / 4; e += kBlockThreads) copy_async16(dst + 4 * e, src + 4 * e);
+  for (int e = threadIdx.x; e < words / 4; e += THREADS) copy_async16(dst + 4 * e, src + 4 * e);
+}
+// Columns [col0, col0 + COLS) of the fp32 matrix src [ROWS][V] into dst [ROWS][pitch] (zero past V):
+// by cp.async when V % 4 == 0 (16-byte rows), else by plain loads. COLS % 4 == 0.
+template <int THREADS, int ROWS, int COLS>
+__device__ __forceinline__ void copy_column_tile_async(float* dst, int pitch, const float* src, int V, int col0) {
+  if (V % 4 == 0) {
+    for (int e = threadIdx.x; e < ROWS * COLS / 4; e += THREADS) {
+      const int i = e / (COLS / 4), c4 = e % (COLS / 4) * 4;
+      if (col0 + c4 < V)
+        copy_async16(dst + i * pitch + c4, src + std::int64_t{i} * V + col0 + c4);
+      else
+        *reinterpret_cast<float4*>(dst + i * pitch + c4) = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  } else {
+    for (int e = threadIdx.x; e < ROWS * COLS; e += THREADS) {
+      const int i = e / COLS, col = col0 + e % COLS;
+      dst[i * pitch + e % COLS] = col < V ? src[std::int64_t{i} * V + col] : 0.f;
+    }
+  }
 }
 // Every row of every plane of src into dst (the same shape) by cp.async, data words only.
-template <class T, int TERMS, int KD>
+template <int THREADS = kBlockThreads, class T, int TERMS, int KD>
 __device__ __forceinline__ void copy_operand_async(const Operand<T, TERMS, KD>& dst, const Operand<T, TERMS, KD>& src) {
   constexpr int quads = Operand<T, TERMS, KD>::kDataWords / 4, pitch = Operand<T, TERMS, KD>::kPitch;
-  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += kBlockThreads) {
+  for (int e = threadIdx.x; e < kPlanes<T, TERMS> * dst.rows * quads; e += THREADS) {
     const int row = e / quads, w = e % quads * 4;  // row: over the planes' rows
     copy_async16(dst.words + row * pitch + w, src.words + row * pitch + w);
   }

@@ -31,10 +31,21 @@ constexpr std::int64_t kMaxK = 256;
 template <class T, int KP, Step STEP>
 Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const auto prepare = chunk_prepare<T, KP, STEP>;
-  const auto pass = state_pass<T, KP>;
+  // bf16/fp16: the state in registers (register_state_pass.cuh); fp32: in shared memory, FMA in fp64.
+  void (*pass)(Params<T>) = nullptr;
+  int pass_threads = 0;
+  std::size_t pass_smem = 0;
+  if constexpr (!kMma<T>) {
+    pass = state_pass<T, KP>;
+    pass_threads = kThreads;
+    pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
+  } else {
+    pass = register_pass<T, KP>;
+    pass_threads = register_state_pass::kThreads;
+    pass_smem = sizeof(float) * register_state_pass::Layout<T, KP>::kWords;
+  }
   const auto output = chunk_output<T, KP>;
   const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
-  const std::size_t pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
   const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
   cudaError_t e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
@@ -66,7 +77,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     chunk_map<kMapThreads><<<1, kMapThreads, 0, stream>>>(m);
   }
   if (records > 0) prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
-  pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), kThreads, pass_smem, stream>>>(p);
+  pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), pass_threads, pass_smem, stream>>>(p);
   if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
   return finish(name, workspace, stream);
 }

@@ -42,21 +42,22 @@
 #include "chunk_operands.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "kernel_common.cuh"
+#include "register_state_pass.cuh"
 
 namespace larc::gpu::detail::delta_rule_chunked {
 
 using namespace chunk_operands;
+using register_state_pass::kOutputTerms;
+using register_state_pass::kStateTerms;
 
 using delta_rule::rows_of;
 using delta_rule::TokenRows;
 
 constexpr int kChunk = 64;
 constexpr int kThreads = kBlockThreads;
-constexpr int kTileV = 16;      // value columns per state_pass block
+constexpr int kTileV = register_state_pass::kTileV;  // value columns per state-pass block
 constexpr int kPrepTileV = 64;  // value columns per U pass of chunk_prepare
 constexpr int kOutTileV = 64;   // value columns per chunk_output block
-constexpr int kStateTerms = 3;  // bf16 terms of an fp32 intermediate on the state's path (24 bits)
-constexpr int kOutputTerms = 2;  // ... read by chunk_output only (16 bits; o is rounded to the input dtype)
 
 enum class Step { beta, kaczmarz };  // GDN: β is an input; KLA: β = η / (‖k‖² + ε)
 
@@ -417,6 +418,62 @@ struct PassLayout {
   static constexpr int kWords = kBuffers + kU + kS + kSop + kVop + kChunk;
 };
 
+// A state-pass block: one (sequence, head, tile of kTileV value columns); states [sequence, h].
+struct PassBlock {
+  int h = 0, col0 = 0;
+  std::int64_t sequence = 0, bos = 0, eos = 0, chunks = 0, first_slot = 0;
+  __device__ int length(std::int64_t c) const {  // tokens of chunk c
+    return static_cast<int>(eos - (bos + c * kChunk) < kChunk ? eos - (bos + c * kChunk) : kChunk);
+  }
+};
+
+// This block's PassBlock; false for a corrupt cu_seqlens (bounds outside [0, T], or overlapping
+// sequences past the slots), after writing NaN into the block's final-state columns: nothing else is
+// written for that sequence. THREADS: the block's.
+template <int THREADS, int KP, class T>
+__device__ __forceinline__ bool pass_block(const Params<T>& p, PassBlock& pb) {
+  const std::int64_t block = blockIdx.x;
+  pb.h = static_cast<int>(block / p.v_tiles % p.H);
+  pb.col0 = static_cast<int>(block % p.v_tiles) * kTileV;
+  pb.sequence = block / p.v_tiles / p.H;
+  std::int64_t b;
+  const bool valid = sequence_of(p, pb.sequence, b, pb.bos, pb.eos);
+  pb.chunks = valid ? chunks_in(pb.eos - pb.bos) : 0;
+  pb.first_slot = p.cu_seqlens == nullptr ? pb.sequence * p.chunks : p.first_slot[pb.sequence];
+  if (valid && pb.first_slot + pb.chunks <= p.slots) return true;
+  if (p.final_state.data != nullptr)
+    for (int e = threadIdx.x; e < KP * kTileV; e += THREADS) {
+      const int r = e / kTileV, col = pb.col0 + e % kTileV;
+      if (r < p.K && col < p.V) *p.final_state.at(pb.sequence, pb.h, r, col) = __int_as_float(0x7fc00000);
+    }
+  return false;
+}
+
+// The state pass of bf16/fp16 inputs: register_state_pass.cuh with Bᵀ = K̃ᵀ and d_c = γ_{n−1}.
+template <class T, int KP>
+__global__ void __launch_bounds__(register_state_pass::kThreads, 1) register_pass(const Params<T> p) {
+  namespace rs = register_state_pass;
+  using R = Record<T, KP>;
+  extern __shared__ float4 smem_vec[];
+  PassBlock pb;
+  if (!pass_block<rs::kThreads, KP>(p, pb)) return;
+  const int K = p.K, V = p.V;
+  rs::State<KP> x;
+  rs::for_each_state<KP>(x, pb.col0, [&](float& e, int key, int col) {
+    e = p.initial_state.data != nullptr && key < K && col < V ? *p.initial_state.at(pb.sequence, pb.h, key, col) : 0.f;
+  });
+  rs::run<T, KP>(x, pb.chunks, pb.col0, V, [&](std::int64_t c) {
+    float* const record = record_of<T, KP>(p, pb.h, pb.first_slot + c);
+    return rs::ChunkIo{R::w(record), R::kt(record), R::u(record), R::gamma(record, V) + pb.length(c) - 1,
+                       R::vn(record, V), state_of<T, KP>(p, pb.h, pb.first_slot + c)};
+  }, reinterpret_cast<float*>(smem_vec));
+  if (p.final_state.data != nullptr)
+    rs::for_each_state<KP>(x, pb.col0, [&](float& e, int key, int col) {
+      if (key < K && col < V) *p.final_state.at(pb.sequence, pb.h, key, col) = e;
+    });
+}
+
+// The state pass of fp32 inputs (FMA in fp64), S_c in shared memory.
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   using L = PassLayout<T, KP>;
@@ -433,25 +490,10 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   const auto s_op = operand_at<T, kStateTerms, KP>(s_s + L::kS, kTileV);
   const auto vn_op = operand_at<T, kStateTerms, kChunk>(s_s + L::kS + L::kSop, kTileV);
 
-  const std::int64_t block = blockIdx.x;
-  const int tile = static_cast<int>(block % p.v_tiles);
-  const int h = static_cast<int>(block / p.v_tiles % p.H);
-  const std::int64_t sequence = block / p.v_tiles / p.H;  // states [sequence, h]
-  const int K = p.K, V = p.V, col0 = tile * kTileV;
-  std::int64_t b, bos, eos;
-  const bool valid = sequence_of(p, sequence, b, bos, eos);
-  const std::int64_t chunks = valid ? chunks_in(eos - bos) : 0;
-  const std::int64_t first_slot = p.cu_seqlens == nullptr ? sequence * p.chunks : p.first_slot[sequence];
-  // A corrupt cu_seqlens (bounds outside [0, T], or overlapping sequences past the slots): NaN in the
-  // final state, nothing else written for this sequence.
-  if (!valid || first_slot + chunks > p.slots) {
-    if (p.final_state.data != nullptr)
-      for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
-        const int r = e / kTileV, col = col0 + e % kTileV;
-        if (r < K && col < V) *p.final_state.at(sequence, h, r, col) = __int_as_float(0x7fc00000);
-      }
-    return;
-  }
+  PassBlock pb;
+  if (!pass_block<kThreads, KP>(p, pb)) return;
+  const int h = pb.h, K = p.K, V = p.V, col0 = pb.col0;
+  const std::int64_t sequence = pb.sequence, chunks = pb.chunks, first_slot = pb.first_slot;
 
   for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
     const int r = e / kTileV, col = col0 + e % kTileV;
@@ -464,21 +506,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   const auto stage_w = [&](std::int64_t c) {
     float* const record = record_of<T, KP>(p, h, first_slot + c);
     copy_operand_async(w_op, operand_at<T, kStateTerms, KP>(R::w(record), kChunk));
-    const float* const u_in = R::u(record);
-    if (V % 4 == 0) {  // rows of U 16-byte aligned
-      for (int e = threadIdx.x; e < kChunk * kTileV / 4; e += kThreads) {
-        const int i = e / (kTileV / 4), c4 = e % (kTileV / 4) * 4;
-        if (col0 + c4 < V)
-          copy_async16(u_s + i * sp + c4, u_in + std::int64_t{i} * V + col0 + c4);
-        else
-          *reinterpret_cast<float4*>(u_s + i * sp + c4) = make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-    } else {
-      for (int e = threadIdx.x; e < kChunk * kTileV; e += kThreads) {
-        const int i = e / kTileV, col = col0 + e % kTileV;
-        u_s[i * sp + e % kTileV] = col < V ? u_in[std::int64_t{i} * V + col] : 0.f;
-      }
-    }
+    copy_column_tile_async<kThreads, kChunk, kTileV>(u_s, sp, R::u(record), V, col0);
     copy_words_async(gamma_s, R::gamma(record, V), kChunk);
     commit_async();
   };
@@ -492,7 +520,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     if constexpr (!L::kShared) stage_kt(0);
   }
   for (std::int64_t c = 0; c < chunks; ++c) {
-    const int n = static_cast<int>(eos - (bos + c * kChunk) < kChunk ? eos - (bos + c * kChunk) : kChunk);
+    const int n = pb.length(c);
     float* const record = record_of<T, KP>(p, h, first_slot + c);
     if constexpr (L::kShared)
       wait_async<0>();

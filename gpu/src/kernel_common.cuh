@@ -72,6 +72,13 @@ auto dispatch_float(DType d, F&& f) {
   }
 }
 
+// Calls f(T{}) with T the C++ type of a half-width dtype (bf16; anything else fp16): for a kernel whose
+// validation admits only those two, so that no fp32 instantiation is compiled.
+template <typename F>
+auto dispatch_half(DType d, F&& f) {
+  return d == DType::bf16 ? f(__nv_bfloat16{}) : f(__half{});
+}
+
 // The status of the launch just enqueued (launch-configuration errors such as too much shared memory).
 inline Status launch_status(const std::string& kernel) {
   const cudaError_t e = cudaGetLastError();

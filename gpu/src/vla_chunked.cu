@@ -1,15 +1,15 @@
 // vla-chunked (issue 8): the chunked forward of VLA, mechanism "vla" — the tensors, parameters and
-// refusals of vla-fused-recurrent (vla_inputs.h): q, k [B,T,H,K], v and o [B,T,H,V] in bf16, fp16 or
-// fp32, optional fp32 final_state [B,H,K,V] = X_T = S_Tᵀ, no initial_state, K ≤ 128, any V ≥ 1, any T ≥ 0.
+// refusals of vla-fused-recurrent (vla_inputs.h), but bf16/fp16 only: q, k [B,T,H,K], v and o [B,T,H,V]
+// in bf16 or fp16, optional fp32 final_state [B,H,K,V] = X_T = S_Tᵀ, no initial_state, K ≤ 128, any V ≥ 1, any T ≥ 0.
 // The equations and the penalty pass: vla_chunked.cuh. This file: the S pass (the generalised delta
 // rule with removal keys k̂ and write keys α̂, β = 1, no decay; reference/vla_chunked.h's affine
-// recursion; delta_rule_chunked.cuh's three-kernel split) and the launcher.
+// recursion; delta_rule_chunked.cuh's three-kernel split, its state pass register_state_pass.cuh) and
+// the launcher.
 //
 // Workspace (floats, stream-ordered, freed after the last kernel: chunk_launch.cuh), per (head, chunk):
 // the PenaltyRecord (64·KP + 64), the Record (W, Âᵀ, U, V_new, P) and X_c as chunk_output's operand.
 // At K = V = 128 (KP = 128), bf16/fp16: 8,256 + 48,896 + 17,408 = 74,560 floats = 298 KB a chunk, so
-// 1.22 GB at B = 1, H = 16, T = 16,384 (4,096 chunks); fp32: 8,256 + 38,400 + 16,896 = 63,552 floats
-// (1.04 GB). KP = 64 for K ≤ 64.
+// 1.22 GB at B = 1, H = 16, T = 16,384 (4,096 chunks). KP = 64 for K ≤ 64.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -198,116 +198,28 @@ __global__ void __launch_bounds__(kThreads) chunk_prepare(const Params<T> p) {
   }
 }
 
-// ---- state_pass ------------------------------------------------------------------------------------
-// Shared memory (words): W [64 rows][KP] and Âᵀ [KP rows][64] (kStateTerms, as in the record), U then
-// V_new fp32 [64][kTileV+4], X_c fp32 [KP][kTileV+4], X_c as W X's B operand [kTileV rows][KP] and V_new
-// as the update's B operand [kTileV rows][64] (kStateTerms). 140 KB at KP = 128 (bf16/fp16).
+// ---- state pass ------------------------------------------------------------------------------------
+// register_state_pass.cuh with Bᵀ = Âᵀ and no decay, from X_0 = 0; one block per (b, h, kTileV value columns).
 template <class T, int KP>
-struct PassLayout {
-  static constexpr int kW = Record<T, KP>::kW, kAt = Record<T, KP>::kAt;
-  static constexpr int kU = kChunk * (kTileV + 4), kX = KP * (kTileV + 4);
-  static constexpr int kXop = operand_words<T, kStateTerms>(kTileV, KP);
-  static constexpr int kVop = operand_words<T, kStateTerms>(kTileV, kChunk);
-  static constexpr int kWords = kW + kAt + kU + kX + kXop + kVop;
-};
-
-// One block per (b, h, kTileV value columns), chunks in order: V_new = U − W X_c, X_{c+1} = X_c + Âᵀ V_new
-// (X_0 = 0). Chunk c + 1's W and U are loaded by cp.async while chunk c's state update runs, and its Âᵀ
-// while its V_new is formed.
-template <class T, int KP>
-__global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
-  using L = PassLayout<T, KP>;
+__global__ void __launch_bounds__(register_state_pass::kThreads, 1) state_pass(const Params<T> p) {
+  namespace rs = register_state_pass;
   using R = Record<T, KP>;
-  constexpr int S = kStateTerms, xp = kTileV + 4;
   extern __shared__ float4 smem_vec[];
-  float* const w_words = reinterpret_cast<float*>(smem_vec);
-  float* const at_words = w_words + L::kW;
-  float* const u_s = at_words + L::kAt;  // U, then V_new [64][xp], this block's columns
-  float* const x_s = u_s + L::kU;         // X_c [KP][xp]
-  const auto w_op = operand_at<T, S, KP>(w_words, kChunk);
-  const auto at_op = operand_at<T, S, kChunk>(at_words, KP);
-  const auto x_op = operand_at<T, S, KP>(x_s + L::kX, kTileV);
-  const auto vn_op = operand_at<T, S, kChunk>(x_s + L::kX + L::kXop, kTileV);
-
   const std::int64_t block = blockIdx.x;
-  const int tile = static_cast<int>(block % p.v_tiles);
-  const int h = static_cast<int>(block / p.v_tiles % p.H);
-  const std::int64_t b = block / p.v_tiles / p.H;
-  const int K = p.K, V = p.V, col0 = tile * kTileV;
-  const std::int64_t first_slot = b * p.chunks;
-
-  for (int e = threadIdx.x; e < KP * xp; e += kThreads) x_s[e] = 0.f;
-
-  const auto stage_w = [&](std::int64_t c) {  // chunk c's W and this block's U columns: one cp.async group
+  const int col0 = static_cast<int>(block % p.v_tiles) * kTileV, h = static_cast<int>(block / p.v_tiles % p.H);
+  const std::int64_t b = block / p.v_tiles / p.H, first_slot = b * p.chunks;
+  const int K = p.K, V = p.V;
+  rs::State<KP> x;
+  rs::for_each_state<KP>(x, col0, [](float& e, int, int) { e = 0.f; });
+  rs::run<T, KP>(x, p.chunks, col0, V, [&](std::int64_t c) {
     float* const record = record_of<T, KP>(p, h, first_slot + c);
-    copy_operand_async(w_op, operand_at<T, S, KP>(R::w(record), kChunk));
-    const float* const u_in = R::u(record);
-    if (V % 4 == 0) {  // rows of U 16-byte aligned
-      for (int e = threadIdx.x; e < kChunk * kTileV / 4; e += kThreads) {
-        const int i = e / (kTileV / 4), c4 = e % (kTileV / 4) * 4;
-        if (col0 + c4 < V)
-          copy_async16(u_s + i * xp + c4, u_in + std::int64_t{i} * V + col0 + c4);
-        else
-          *reinterpret_cast<float4*>(u_s + i * xp + c4) = make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-    } else {
-      for (int e = threadIdx.x; e < kChunk * kTileV; e += kThreads) {
-        const int i = e / kTileV, col = col0 + e % kTileV;
-        u_s[i * xp + e % kTileV] = col < V ? u_in[std::int64_t{i} * V + col] : 0.f;
-      }
-    }
-    commit_async();
-  };
-  const auto stage_at = [&](std::int64_t c) {  // chunk c's Âᵀ: another group
-    copy_operand_async(at_op, operand_at<T, S, kChunk>(R::at(record_of<T, KP>(p, h, first_slot + c)), KP));
-    commit_async();
-  };
-
-  if (p.chunks > 0) {
-    stage_w(0);
-    stage_at(0);
-  }
-  for (std::int64_t c = 0; c < p.chunks; ++c) {
-    float* const record = record_of<T, KP>(p, h, first_slot + c);
-    wait_async<1>();  // W and U of chunk c (its Âᵀ may still be in flight)
-    __syncthreads();
-    // X_c as W X's B operand, and (its first kOutputTerms planes) to the states workspace for chunk_output.
-    store_columns<kTileV>(x_op, operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, first_slot + c), V), x_s, xp,
-                          col0, V);
-    __syncthreads();
-    // V_new = U − W X_c, in place of U.
-    for_each_strip<kChunk, kTileV, 1>([&](int m0, int n0) {
-      float acc[1][4];
-      zero(acc);
-      warp_product<T, KP>(acc, w_op, x_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int i, int col, float y) { u_s[i * xp + col] -= y; });
-    });
-    __syncthreads();
-    // V_new as the update's B operand, and (kOutputTerms planes) to the record for chunk_output.
-    store_columns<kTileV>(vn_op, operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V), u_s, xp, col0, V);
-    __syncthreads();  // W and U are read no more
-    if (c + 1 < p.chunks) stage_w(c + 1);
-    else commit_async();  // an empty group keeps the count
-    wait_async<1>();      // Âᵀ of chunk c
-    __syncthreads();
-    // X_{c+1} = X_c + Âᵀ V_new.
-    for_each_strip<KP, kTileV, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, kChunk>(acc, at_op, vn_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int r, int col, float y) { x_s[r * xp + col] += y; });
-    });
-    __syncthreads();  // Âᵀ is read no more
-    if (c + 1 < p.chunks) stage_at(c + 1);
-    else commit_async();
-  }
-  __syncthreads();
-
+    return rs::ChunkIo{R::w(record), R::at(record), R::u(record), nullptr, R::vn(record, V),
+                       state_of<T, KP>(p, h, first_slot + c)};
+  }, reinterpret_cast<float*>(smem_vec));
   if (p.final_state.data != nullptr)
-    for (int e = threadIdx.x; e < KP * kTileV; e += kThreads) {
-      const int r = e / kTileV, col = col0 + e % kTileV;
-      if (r < K && col < V) *p.final_state.at(b, h, r, col) = x_s[r * xp + e % kTileV];
-    }
+    rs::for_each_state<KP>(x, col0, [&](float& e, int key, int col) {
+      if (key < K && col < V) *p.final_state.at(b, h, key, col) = e;
+    });
 }
 
 // ---- chunk_output ----------------------------------------------------------------------------------
@@ -370,7 +282,7 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
   const auto output = chunk_output<T, KP>;
   const std::size_t penalty_smem = sizeof(float) * PenaltyLayout<T, KP>::kWords;
   const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
-  const std::size_t pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
+  const std::size_t pass_smem = sizeof(float) * register_state_pass::Layout<T, KP>::kWords;
   const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
   cudaError_t e = allow_smem(penalty, penalty_smem);
   if (e == cudaSuccess) e = allow_smem(prepare, prepare_smem);
@@ -395,7 +307,7 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
     penalty<<<static_cast<unsigned>(p.B * p.H), kThreads, penalty_smem, stream>>>(p);
     prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
   }
-  pass<<<static_cast<unsigned>(p.B * p.H * p.v_tiles), kThreads, pass_smem, stream>>>(p);  // T = 0: X_T = 0
+  pass<<<static_cast<unsigned>(p.B * p.H * p.v_tiles), register_state_pass::kThreads, pass_smem, stream>>>(p);  // T = 0: X_T = 0
   if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
   return finish(kName, workspace, stream);
 }
@@ -412,7 +324,7 @@ Status launch(const LaunchArgs& args) {
   if (!v.ok()) return v.status();
   if (B * H == 0) return Status::success();  // no head: nothing to write
 
-  return dispatch_float(in.dtype, [&](auto tag) {
+  return dispatch_half(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     Params<T> p;
     p.q = strided<const T>(in.q);

@@ -25,8 +25,8 @@
 // 2. chunk_prepare (one block per (head, chunk), all at once): the affine recursion's UT/WY form with
 //    two key sets (vla_chunked.h: removal keys k̂, write keys α̂, β = 1, no decay):
 //      T = (I + StrictLower(K̂ Âᵀ))⁻¹ (forward substitution), W = T K̂, U = T V, P = (Φ_q Âᵀ) ⊙ L.
-// 3. state_pass (one block per (b, h, 16 value columns), chunks in order): V_new = U − W X_c,
-//    X_{c+1} = X_c + Âᵀ V_new; final_state = X_T.
+// 3. state_pass (one block per (b, h, 16 value columns), chunks in order; register_state_pass.cuh):
+//    V_new = U − W X_c, X_{c+1} = X_c + Âᵀ V_new; final_state = X_T.
 // 4. chunk_output (one block per (head, chunk, 64 value columns), all at once):
 //    o = (Φ_q X_c + P V_new) / den, rows < n.
 //
@@ -36,8 +36,8 @@
 //
 // Arithmetic (chunk_operands.cuh): fp32 state and accumulation. bf16/fp16: products on tensor cores,
 // fp32 intermediates on the state's path (u, k̂, A, Y, Z, D⁻¹Z, M, α̂, T, W, U, V_new, X) as three bf16
-// terms, those read only by o (φ(q), P, X_c for the read, V_new for the read) as two. fp32 inputs: the
-// same products by FMA in fp64, never TF32. G, KY, KA and the LDL stay in fp32.
+// terms, those read only by o (φ(q), P, X_c for the read, V_new for the read) as two. G, KY, KA and the
+// LDL stay in fp32. fp32 inputs are refused (vla_chunked.cu): only bf16/fp16 kernels are compiled.
 #pragma once
 
 #include <cstdint>
@@ -45,19 +45,20 @@
 #include "chunk_operands.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "kernel_common.cuh"
+#include "register_state_pass.cuh"
 
 namespace larc::gpu::detail::vla_chunked {
 
 using namespace chunk_operands;
+using register_state_pass::kOutputTerms;
+using register_state_pass::kStateTerms;
 using delta_rule::rows_of;
 using delta_rule::TokenRows;
 
 constexpr int kChunk = 64;
 constexpr int kThreads = kBlockThreads;
 constexpr int kWarps = kThreads / 32;
-constexpr int kStateTerms = 3;   // fp32 intermediates on the state's path (24 bits)
-constexpr int kOutputTerms = 2;  // ... read only by o (16 bits; o is rounded to the input dtype)
-constexpr int kTileV = 16;       // value columns per state_pass block
+constexpr int kTileV = register_state_pass::kTileV;  // value columns per state-pass block
 constexpr int kPrepTileV = 64;   // value columns per U pass of chunk_prepare
 constexpr int kOutTileV = 64;    // value columns per chunk_output block
 constexpr int kSquarePitch = kChunk + 4;  // fp32 [64][64] scratch rows (16-byte aligned, ≡ 4 mod 32)
@@ -166,7 +167,7 @@ __device__ __forceinline__ void load_strip(float (&acc)[2][4], const float* x, i
 //   φ(k) then ζ_t [64][KP] fp32 at kZeta; U [64][KP] at kU; Y [64][KP] at kY; G [64][68] fp32 at kG;
 //   then K̂ [64][KP] over U; then K̂ A_sᵀ → A_t k̂_t [64][KP+4] fp32 at kKa and KYᵀ [64][68] at kKyt;
 //   then M [64][64] at kM, Zᵀ [KP][64] at kZt, and (D⁻¹Z)ᵀ [KP][64] at kZst over K̂ A_sᵀ and M.
-// 222 KB at KP = 128 (bf16/fp16), 167 KB (fp32); one block an SM.
+// 222 KB at KP = 128; one block an SM.
 template <class T, int KP>
 struct PenaltyLayout {
   static constexpr int kA = operand_words<T, kStateTerms>(KP, KP);
