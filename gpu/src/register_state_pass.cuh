@@ -5,8 +5,8 @@
 // state X = Sᵀ [V][KP] is an A operand (its value columns are the mma rows):
 //   V_newᵀ   = Uᵀ − X_c Wᵀ                  (W [64][KP]: the chunk's WY keys)
 //   X_{c+1}  = d_c X_c + V_newᵀ B           (Bᵀ [KP][64]: GDN K̃ᵀ with d_c = γ_{n−1}; VLA Âᵀ with d_c = 1)
-// One block per (sequence, head, 16 value columns); warp w holds X's 16 rows × the keys
-// [w·KS, (w + 1)·KS), KS = KP / kWarps, as fp32 m16n8 accumulators. These are, pair for pair, the A
+// One block per (sequence, head, kTileV = 16·kMTiles value columns); warp w holds X's kTileV rows × the
+// keys [w·KS, (w + 1)·KS), KS = KP / kWarps, as fp32 m16n8 accumulators (kMTiles m16 tiles). These are, pair for pair, the A
 // fragments of X_c Wᵀ (fragment_terms), so X never leaves the registers: each warp forms the part of
 // X_c Wᵀ over its keys, the parts meet in shared memory (summed in warp order), and warp w forms V_newᵀ
 // for the tokens [16w, 16w + 16) — the A operand of the update, read back by every warp. Products take
@@ -26,19 +26,22 @@ namespace larc::gpu::detail::register_state_pass {
 using namespace chunk_operands;
 
 constexpr int kChunk = 64;
-constexpr int kTileV = 16;                    // value columns per block: one m16 tile of X
-constexpr int kWarps = 4;                     // key slices per block
-constexpr int kThreads = 32 * kWarps;
+constexpr int kMTiles = 1;                    // m16 tiles of X per block (B fragments shared by them)
+constexpr int kTileV = 16 * kMTiles;          // value columns per block
 constexpr int kStateTerms = 3;                // bf16 terms of an fp32 intermediate on the state's path (24 bits)
 constexpr int kOutputTerms = 2;               // ... read by the output kernel only (16 bits; o is rounded)
-constexpr int kSlicePitch = kChunk + 8;       // fp32 [16][64] tiles: a lane's float2 at 8g + 2t, conflict-free
-constexpr int kUPitch = kTileV + 4;           // U [64][16]: Uᵀ's pairs at 8t + g, conflict-free
-static_assert(2 * kWarps == kChunk / 8, "warp w forms V_newᵀ for the tokens of n-tiles 2w, 2w + 1");
-
+constexpr int kSlicePitch = kChunk + 8;       // fp32 [kTileV][64] tiles: a lane's float2 at 8g + 2t, conflict-free
+constexpr int kUPitch = kTileV + 4;           // U [64][kTileV]: Uᵀ's pairs at 8t + g (pitch ≡ 4 mod 16), conflict-free
 template <int KP>
-constexpr int kKeys = KP / kWarps;  // keys per warp
+constexpr int kWarps = KP / 16 < 8 ? KP / 16 : 8;  // key slices per block (each whole k-steps)
 template <int KP>
-using State = float[kKeys<KP> / 8][4];  // a warp's slice of X: n-tile j holds keys w·KS + 8j + 2t + r % 2
+constexpr int kThreads = 32 * kWarps<KP>;
+template <int KP>
+constexpr int kKeys = KP / kWarps<KP>;  // keys per warp
+template <int KP>
+constexpr int kTokenTiles = kChunk / 8 / kWarps<KP>;  // n-tiles of V_newᵀ formed by each warp
+template <int KP>
+using State = float[kMTiles][kKeys<KP> / 8][4];  // a warp's slice of X: [m-tile][n-tile j: keys w·KS + 8j + ...]
 
 // One chunk's operands and outputs (global memory).
 struct ChunkIo {
@@ -59,7 +62,7 @@ struct Layout {
   static constexpr int kBuffers = kShared ? (kW > kBt ? kW : kBt) : kW + kBt;
   static constexpr int kU = kChunk * kUPitch;
   static constexpr int kTile = kTileV * kSlicePitch;
-  static constexpr int kWords = kBuffers + kU + (kWarps + 1) * kTile;  // + the parts of X_c Wᵀ, V_newᵀ
+  static constexpr int kWords = kBuffers + kU + (kWarps<KP> + 1) * kTile;  // + the parts of X_c Wᵀ, V_newᵀ
 };
 
 // f(x, key, col) for each element of this lane's slice of X (col: the value column col0 + ...).
@@ -67,9 +70,12 @@ template <int KP, class F>
 __device__ __forceinline__ void for_each_state(State<KP>& x, int col0, F f) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, w = threadIdx.x / 32;
 #pragma unroll
-  for (int j = 0; j < kKeys<KP> / 8; ++j)
+  for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-    for (int r = 0; r < 4; ++r) f(x[j][r], w * kKeys<KP> + 8 * j + 2 * t + r % 2, col0 + g + 8 * (r / 2));
+    for (int j = 0; j < kKeys<KP> / 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        f(x[mt][j][r], w * kKeys<KP> + 8 * j + 2 * t + r % 2, col0 + 16 * mt + g + 8 * (r / 2));
 }
 
 // The chunks [0, chunks) in order from the state x (this lane's slice; left holding X_chunks). io(c)
@@ -82,18 +88,18 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
   float* const w_words = smem;
   float* const bt_words = L::kShared ? smem : smem + L::kW;
   float* const u_s = smem + L::kBuffers;         // U [64][kUPitch], this block's columns
-  float* const part_s = u_s + L::kU;             // warp w's part of X_c Wᵀ: [16][kSlicePitch] each
-  float* const vn_s = part_s + kWarps * L::kTile;  // V_newᵀ [16][kSlicePitch]
+  float* const part_s = u_s + L::kU;             // warp w's part of X_c Wᵀ: [kTileV][kSlicePitch] each
+  float* const vn_s = part_s + kWarps<KP> * L::kTile;  // V_newᵀ [kTileV][kSlicePitch]
   const auto w_op = operand_at<T, S, KP>(w_words, kChunk);
   const auto bt_op = operand_at<T, S, kChunk>(bt_words, KP);
 
   const auto stage_w = [&](const ChunkIo& c) {
-    copy_operand_async<kThreads>(w_op, operand_at<T, S, KP>(c.w, kChunk));
-    copy_column_tile_async<kThreads, kChunk, kTileV>(u_s, kUPitch, c.u, V, col0);
+    copy_operand_async<kThreads<KP>>(w_op, operand_at<T, S, KP>(c.w, kChunk));
+    copy_column_tile_async<kThreads<KP>, kChunk, kTileV>(u_s, kUPitch, c.u, V, col0);
     commit_async();
   };
   const auto stage_bt = [&](const ChunkIo& c) {
-    copy_operand_async<kThreads>(bt_op, operand_at<T, S, kChunk>(c.bt, KP));
+    copy_operand_async<kThreads<KP>>(bt_op, operand_at<T, S, kChunk>(c.bt, KP));
     commit_async();
   };
 
@@ -113,36 +119,44 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
     // X_c (kOutputTerms planes) for the output kernel.
     const auto state_out = operand_at<T, kOutputTerms, KP>(chunk.state, V);
 #pragma unroll
-    for (int j = 0; j < KS / 8; ++j)
+    for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
-        if (const int row = col0 + g + 8 * half; row < V)
-          store_pair(state_out, row, w * KS + 8 * j + 2 * t, x[j][2 * half], x[j][2 * half + 1]);
+      for (int j = 0; j < KS / 8; ++j)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          if (const int row = col0 + 16 * mt + g + 8 * half; row < V)
+            store_pair(state_out, row, w * KS + 8 * j + 2 * t, x[mt][j][2 * half], x[mt][j][2 * half + 1]);
 
     // This warp's part of X_c Wᵀ (its keys), to part_s.
     {
-      float y[kChunk / 8][4];
-      zero(y);
+      float y[kMTiles][kChunk / 8][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) zero(y[mt]);
       constexpr int pitch = Operand<T, S, KP>::kPitch, plane = kChunk * pitch;
 #pragma unroll
       for (int kk = 0; kk < KS / 16; ++kk) {
-        std::uint32_t fa[S][4];
-        fragment_terms(x[2 * kk], x[2 * kk + 1], fa);
+        std::uint32_t fa[kMTiles][S][4];
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) fragment_terms(x[mt][2 * kk], x[mt][2 * kk + 1], fa[mt]);
         const std::uint32_t* const b = &w_op.at(0, g, (w * KS + 16 * kk) / 2 + t);
 #pragma unroll
         for (int j = 0; j < kChunk / 8; ++j) {
           std::uint32_t fb[S][2];
 #pragma unroll
           for (int n = 0; n < S; ++n) fb[n][0] = b[n * plane + 8 * j * pitch], fb[n][1] = b[n * plane + 8 * j * pitch + 4];
-          mma_terms(y[j], fa, fb);
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) mma_terms(y[mt][j], fa[mt], fb);
         }
       }
       float* const part = part_s + w * L::kTile;
 #pragma unroll
-      for (int j = 0; j < kChunk / 8; ++j) {
-        *reinterpret_cast<float2*>(part + g * kSlicePitch + 8 * j + 2 * t) = make_float2(y[j][0], y[j][1]);
-        *reinterpret_cast<float2*>(part + (g + 8) * kSlicePitch + 8 * j + 2 * t) = make_float2(y[j][2], y[j][3]);
-      }
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int j = 0; j < kChunk / 8; ++j)
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+            *reinterpret_cast<float2*>(part + (16 * mt + g + 8 * half) * kSlicePitch + 8 * j + 2 * t) =
+                make_float2(y[mt][j][2 * half], y[mt][j][2 * half + 1]);
     }
     __syncthreads();
 
@@ -150,13 +164,13 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
     {
       const auto vn_out = operand_at<T, kOutputTerms, kChunk>(chunk.vn, V);
 #pragma unroll
-      for (int jj = 0; jj < 2; ++jj)
+      for (int jj = 0; jj < kTokenTiles<KP>; ++jj)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = g + 8 * half, token = 8 * (2 * w + jj) + 2 * t;
+        for (int half = 0; half < 2 * kMTiles; ++half) {
+          const int row = g + 8 * half, token = 8 * (kTokenTiles<KP> * w + jj) + 2 * t;
           float2 sum = *reinterpret_cast<const float2*>(part_s + row * kSlicePitch + token);
 #pragma unroll
-          for (int p = 1; p < kWarps; ++p) {
+          for (int p = 1; p < kWarps<KP>; ++p) {
             const float2 y = *reinterpret_cast<const float2*>(part_s + p * L::kTile + row * kSlicePitch + token);
             sum.x += y.x, sum.y += y.y;
           }
@@ -178,29 +192,36 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
 
     // X_{c+1} = d_c X_c + V_newᵀ B over this warp's keys.
     {
-      float acc[KS / 8][4];
-      zero(acc);
+      float acc[kMTiles][KS / 8][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) zero(acc[mt]);
       constexpr int pitch = Operand<T, S, kChunk>::kPitch, plane = KP * pitch;
 #pragma unroll
       for (int kk = 0; kk < kChunk / 16; ++kk) {
-        const float* const a = vn_s + g * kSlicePitch + 16 * kk + 2 * t;
-        std::uint32_t fa[S][4];
-        fragment_terms(*reinterpret_cast<const float2*>(a), *reinterpret_cast<const float2*>(a + 8 * kSlicePitch),
-                       *reinterpret_cast<const float2*>(a + 8), *reinterpret_cast<const float2*>(a + 8 * kSlicePitch + 8),
-                       fa);
+        std::uint32_t fa[kMTiles][S][4];
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          const float* const a = vn_s + (16 * mt + g) * kSlicePitch + 16 * kk + 2 * t;
+          fragment_terms(*reinterpret_cast<const float2*>(a), *reinterpret_cast<const float2*>(a + 8 * kSlicePitch),
+                         *reinterpret_cast<const float2*>(a + 8),
+                         *reinterpret_cast<const float2*>(a + 8 * kSlicePitch + 8), fa[mt]);
+        }
         const std::uint32_t* const b = &bt_op.at(0, w * KS + g, 8 * kk + t);
 #pragma unroll
         for (int j = 0; j < KS / 8; ++j) {
           std::uint32_t fb[S][2];
 #pragma unroll
           for (int n = 0; n < S; ++n) fb[n][0] = b[n * plane + 8 * j * pitch], fb[n][1] = b[n * plane + 8 * j * pitch + 4];
-          mma_terms(acc[j], fa, fb);
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) mma_terms(acc[mt][j], fa[mt], fb);
         }
       }
 #pragma unroll
-      for (int j = 0; j < KS / 8; ++j)
+      for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) x[j][r] = decay * x[j][r] + acc[j][r];
+        for (int j = 0; j < KS / 8; ++j)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) x[mt][j][r] = decay * x[mt][j][r] + acc[mt][j][r];
     }
     __syncthreads();  // Bᵀ and V_newᵀ are read no more
     if (c + 1 < chunks) {
