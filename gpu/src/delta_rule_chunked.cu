@@ -41,7 +41,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
   } else {
     pass = register_pass<T, KP>;
-    pass_threads = register_state_pass::kThreads<KP>;
+    pass_threads = register_state_pass::kThreads;
     pass_smem = sizeof(float) * register_state_pass::Layout<T, KP>::kWords;
   }
   const auto output = chunk_output<T, KP>;

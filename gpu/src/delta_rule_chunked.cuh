@@ -451,12 +451,12 @@ __device__ __forceinline__ bool pass_block(const Params<T>& p, PassBlock& pb) {
 
 // The state pass of bf16/fp16 inputs: register_state_pass.cuh with Bᵀ = K̃ᵀ and d_c = γ_{n−1}.
 template <class T, int KP>
-__global__ void __launch_bounds__(register_state_pass::kThreads<KP>, 1) register_pass(const Params<T> p) {
+__global__ void __launch_bounds__(register_state_pass::kThreads, 1) register_pass(const Params<T> p) {
   namespace rs = register_state_pass;
   using R = Record<T, KP>;
   extern __shared__ float4 smem_vec[];
   PassBlock pb;
-  if (!pass_block<rs::kThreads<KP>, KP>(p, pb)) return;
+  if (!pass_block<rs::kThreads, KP>(p, pb)) return;
   const int K = p.K, V = p.V;
   rs::State<KP> x;
   rs::for_each_state<KP>(x, pb.col0, [&](float& e, int key, int col) {

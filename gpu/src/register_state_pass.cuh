@@ -5,16 +5,16 @@
 // state X = Sᵀ [V][KP] is an A operand (its value columns are the mma rows):
 //   V_newᵀ   = Uᵀ − X_c Wᵀ                  (W [64][KP]: the chunk's WY keys)
 //   X_{c+1}  = d_c X_c + V_newᵀ B           (Bᵀ [KP][64]: GDN K̃ᵀ with d_c = γ_{n−1}; VLA Âᵀ with d_c = 1)
-// One block per (sequence, head, kTileV = 16·kMTiles value columns); warp w holds X's kTileV rows × the
-// keys [w·KS, (w + 1)·KS), KS = KP / kWarps, as fp32 m16n8 accumulators (kMTiles m16 tiles). These are, pair for pair, the A
+// One block per (sequence, head, 16 value columns); warp w holds X's 16 rows × the keys
+// [w·KS, (w + 1)·KS), KS = KP / kWarps, as fp32 m16n8 accumulators. These are, pair for pair, the A
 // fragments of X_c Wᵀ (fragment_terms), so X never leaves the registers: each warp forms the part of
 // X_c Wᵀ over its keys, the parts meet in shared memory (summed in warp order), and warp w forms V_newᵀ
-// for the tokens [16w, 16w + 16) — the A operand of the update, read back by every warp. Products take
+// for the tokens [16w, 16w + 16), split once into the update's A operand, read by every warp. Products take
 // the operands as kStateTerms bf16 terms (24 bits: the final state is fp32 and judged as such).
 //
-// The chunk's W and U (one cp.async group) and Bᵀ (another) are staged as in the records; W of chunk
-// c + 1 loads while chunk c's update runs, Bᵀ of chunk c + 1 while its V_newᵀ is formed (KP > 128: one
-// buffer for both, loaded in turn). X_c (kOutputTerms planes) and V_new go to the caller's workspaces.
+// The chunk's W and Bᵀ are staged as in the records by bulk copies (one a row, issued by warp 0, each
+// operand completing on an mbarrier), U by cp.async; W of chunk c + 1 loads while chunk c's update
+// runs, Bᵀ of chunk c + 1 while its V_newᵀ is formed (KP > 128: one buffer for both, loaded in turn). X_c (kOutputTerms planes) and V_new go to the caller's workspaces.
 #pragma once
 
 #include <cstdint>
@@ -26,22 +26,18 @@ namespace larc::gpu::detail::register_state_pass {
 using namespace chunk_operands;
 
 constexpr int kChunk = 64;
-constexpr int kMTiles = 1;                    // m16 tiles of X per block (B fragments shared by them)
-constexpr int kTileV = 16 * kMTiles;          // value columns per block
-constexpr int kStateTerms = 3;                // bf16 terms of an fp32 intermediate on the state's path (24 bits)
-constexpr int kOutputTerms = 2;               // ... read by the output kernel only (16 bits; o is rounded)
-constexpr int kSlicePitch = kChunk + 8;       // fp32 [kTileV][64] tiles: a lane's float2 at 8g + 2t, conflict-free
-constexpr int kUPitch = kTileV + 4;           // U [64][kTileV]: Uᵀ's pairs at 8t + g (pitch ≡ 4 mod 16), conflict-free
+constexpr int kTileV = 16;                  // value columns per block: one m16 tile of X
+constexpr int kWarps = 4;                   // key slices per block
+constexpr int kThreads = 32 * kWarps;
+constexpr int kStateTerms = 3;              // bf16 terms of an fp32 intermediate on the state's path (24 bits)
+constexpr int kOutputTerms = 2;             // ... read by the output kernel only (16 bits; o is rounded)
+constexpr int kPartPitch = kChunk + 8;      // fp32 [16][64] parts: a lane's float2 at 8g + 2t, conflict-free
+constexpr int kUPitch = kTileV + 4;         // U [64][16]: Uᵀ's pairs at 8t + g, conflict-free
+static_assert(2 * kWarps == kChunk / 8, "warp w forms V_newᵀ for the tokens of n-tiles 2w, 2w + 1");
 template <int KP>
-constexpr int kWarps = KP / 16 < 8 ? KP / 16 : 8;  // key slices per block (each whole k-steps)
+constexpr int kKeys = KP / kWarps;  // keys per warp
 template <int KP>
-constexpr int kThreads = 32 * kWarps<KP>;
-template <int KP>
-constexpr int kKeys = KP / kWarps<KP>;  // keys per warp
-template <int KP>
-constexpr int kTokenTiles = kChunk / 8 / kWarps<KP>;  // n-tiles of V_newᵀ formed by each warp
-template <int KP>
-using State = float[kMTiles][kKeys<KP> / 8][4];  // a warp's slice of X: [m-tile][n-tile j: keys w·KS + 8j + ...]
+using State = float[kKeys<KP> / 8][4];  // a warp's slice of X: n-tile j holds keys w·KS + 8j + 2t + r % 2
 
 // One chunk's operands and outputs (global memory).
 struct ChunkIo {
@@ -61,8 +57,9 @@ struct Layout {
   static constexpr int kBt = operand_words<T, kStateTerms>(KP, kChunk);
   static constexpr int kBuffers = kShared ? (kW > kBt ? kW : kBt) : kW + kBt;
   static constexpr int kU = kChunk * kUPitch;
-  static constexpr int kTile = kTileV * kSlicePitch;
-  static constexpr int kWords = kBuffers + kU + (kWarps<KP> + 1) * kTile;  // + the parts of X_c Wᵀ, V_newᵀ
+  static constexpr int kPart = kTileV * kPartPitch;
+  static constexpr int kVn = operand_words<T, kStateTerms>(kTileV, kChunk);
+  static constexpr int kWords = kBuffers + kU + kWarps * kPart + kVn + 4;  // + two mbarriers
 };
 
 // f(x, key, col) for each element of this lane's slice of X (col: the value column col0 + ...).
@@ -70,12 +67,9 @@ template <int KP, class F>
 __device__ __forceinline__ void for_each_state(State<KP>& x, int col0, F f) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, w = threadIdx.x / 32;
 #pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
+  for (int j = 0; j < kKeys<KP> / 8; ++j)
 #pragma unroll
-    for (int j = 0; j < kKeys<KP> / 8; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        f(x[mt][j][r], w * kKeys<KP> + 8 * j + 2 * t + r % 2, col0 + 16 * mt + g + 8 * (r / 2));
+    for (int r = 0; r < 4; ++r) f(x[j][r], w * kKeys<KP> + 8 * j + 2 * t + r % 2, col0 + g + 8 * (r / 2));
 }
 
 // The chunks [0, chunks) in order from the state x (this lane's slice; left holding X_chunks). io(c)
@@ -87,20 +81,38 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, w = threadIdx.x / 32;
   float* const w_words = smem;
   float* const bt_words = L::kShared ? smem : smem + L::kW;
-  float* const u_s = smem + L::kBuffers;         // U [64][kUPitch], this block's columns
-  float* const part_s = u_s + L::kU;             // warp w's part of X_c Wᵀ: [kTileV][kSlicePitch] each
-  float* const vn_s = part_s + kWarps<KP> * L::kTile;  // V_newᵀ [kTileV][kSlicePitch]
+  float* const u_s = smem + L::kBuffers;     // U [64][kUPitch], this block's columns
+  float* const part_s = u_s + L::kU;         // warp w's part of X_c Wᵀ: [16][kPartPitch] each
   const auto w_op = operand_at<T, S, KP>(w_words, kChunk);
   const auto bt_op = operand_at<T, S, kChunk>(bt_words, KP);
+  const auto vn_op = operand_at<T, S, kChunk>(part_s + kWarps * L::kPart, kTileV);  // V_newᵀ, the update's A operand
 
+  // W and Bᵀ by bulk copies (warp 0), each completing on its barrier (one barrier when they share a
+  // buffer); U by cp.async.
+  std::uint64_t* const barriers = reinterpret_cast<std::uint64_t*>(vn_op.words + L::kVn);
+  BulkBarrier w_ready{barriers}, bt_own{barriers + 1};
+  BulkBarrier& bt_ready = L::kShared ? w_ready : bt_own;
+  if (threadIdx.x == 0) {
+    w_ready.init();
+    bt_own.init();
+    fence_barrier_init();
+  }
+  __syncthreads();
   const auto stage_w = [&](const ChunkIo& c) {
-    copy_operand_async<kThreads<KP>>(w_op, operand_at<T, S, KP>(c.w, kChunk));
-    copy_column_tile_async<kThreads<KP>, kChunk, kTileV>(u_s, kUPitch, c.u, V, col0);
+    if (w == 0) {
+      if (lane == 0) w_ready.expect(operand_bulk_bytes<T, S, KP>(kChunk));
+      __syncwarp();
+      copy_operand_bulk(w_op, operand_at<T, S, KP>(c.w, kChunk), w_ready);
+    }
+    copy_column_tile_async<kThreads, kChunk, kTileV>(u_s, kUPitch, c.u, V, col0);
     commit_async();
   };
   const auto stage_bt = [&](const ChunkIo& c) {
-    copy_operand_async<kThreads<KP>>(bt_op, operand_at<T, S, kChunk>(c.bt, KP));
-    commit_async();
+    if (w == 0) {
+      if (lane == 0) bt_ready.expect(operand_bulk_bytes<T, S, kChunk>(KP));
+      __syncwarp();
+      copy_operand_bulk(bt_op, operand_at<T, S, kChunk>(c.bt, KP), bt_ready);
+    }
   };
 
   if (chunks > 0) {
@@ -110,118 +122,101 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
   for (std::int64_t c = 0; c < chunks; ++c) {
     const ChunkIo chunk = io(c);
     const float decay = chunk.decay != nullptr ? *chunk.decay : 1.f;
-    if constexpr (L::kShared)
-      wait_async<0>();
-    else
-      wait_async<1>();  // W and U of chunk c (its Bᵀ may still be in flight)
+    wait_async<0>();  // U of chunk c
+    w_ready.wait();   // W of chunk c (its Bᵀ may still be in flight)
     __syncthreads();
 
     // X_c (kOutputTerms planes) for the output kernel.
     const auto state_out = operand_at<T, kOutputTerms, KP>(chunk.state, V);
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
+    for (int j = 0; j < KS / 8; ++j)
 #pragma unroll
-      for (int j = 0; j < KS / 8; ++j)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-          if (const int row = col0 + 16 * mt + g + 8 * half; row < V)
-            store_pair(state_out, row, w * KS + 8 * j + 2 * t, x[mt][j][2 * half], x[mt][j][2 * half + 1]);
+      for (int half = 0; half < 2; ++half)
+        if (const int row = col0 + g + 8 * half; row < V)
+          store_pair(state_out, row, w * KS + 8 * j + 2 * t, x[j][2 * half], x[j][2 * half + 1]);
 
     // This warp's part of X_c Wᵀ (its keys), to part_s.
     {
-      float y[kMTiles][kChunk / 8][4];
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) zero(y[mt]);
+      float y[kChunk / 8][4];
+      zero(y);
       constexpr int pitch = Operand<T, S, KP>::kPitch, plane = kChunk * pitch;
 #pragma unroll
       for (int kk = 0; kk < KS / 16; ++kk) {
-        std::uint32_t fa[kMTiles][S][4];
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) fragment_terms(x[mt][2 * kk], x[mt][2 * kk + 1], fa[mt]);
+        std::uint32_t fa[S][4];
+        fragment_terms(x[2 * kk], x[2 * kk + 1], fa);
         const std::uint32_t* const b = &w_op.at(0, g, (w * KS + 16 * kk) / 2 + t);
 #pragma unroll
         for (int j = 0; j < kChunk / 8; ++j) {
           std::uint32_t fb[S][2];
 #pragma unroll
           for (int n = 0; n < S; ++n) fb[n][0] = b[n * plane + 8 * j * pitch], fb[n][1] = b[n * plane + 8 * j * pitch + 4];
-#pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt) mma_terms(y[mt][j], fa[mt], fb);
+          mma_terms(y[j], fa, fb);
         }
       }
-      float* const part = part_s + w * L::kTile;
+      float* const part = part_s + w * L::kPart;
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
+      for (int j = 0; j < kChunk / 8; ++j)
 #pragma unroll
-        for (int j = 0; j < kChunk / 8; ++j)
-#pragma unroll
-          for (int half = 0; half < 2; ++half)
-            *reinterpret_cast<float2*>(part + (16 * mt + g + 8 * half) * kSlicePitch + 8 * j + 2 * t) =
-                make_float2(y[mt][j][2 * half], y[mt][j][2 * half + 1]);
+        for (int half = 0; half < 2; ++half)
+          *reinterpret_cast<float2*>(part + (g + 8 * half) * kPartPitch + 8 * j + 2 * t) =
+              make_float2(y[j][2 * half], y[j][2 * half + 1]);
     }
     __syncthreads();
 
-    // V_newᵀ = Uᵀ − Σ_warps parts for the tokens [16w, 16w + 16): to vn_s and (kOutputTerms planes) to V_new.
+    // V_newᵀ = Uᵀ − Σ_warps parts for the tokens [16w, 16w + 16), split once into vn_op and (kOutputTerms
+    // planes) to V_new.
     {
       const auto vn_out = operand_at<T, kOutputTerms, kChunk>(chunk.vn, V);
 #pragma unroll
-      for (int jj = 0; jj < kTokenTiles<KP>; ++jj)
+      for (int jj = 0; jj < 2; ++jj)
 #pragma unroll
-        for (int half = 0; half < 2 * kMTiles; ++half) {
-          const int row = g + 8 * half, token = 8 * (kTokenTiles<KP> * w + jj) + 2 * t;
-          float2 sum = *reinterpret_cast<const float2*>(part_s + row * kSlicePitch + token);
+        for (int half = 0; half < 2; ++half) {
+          const int row = g + 8 * half, token = 8 * (2 * w + jj) + 2 * t;
+          float2 sum = *reinterpret_cast<const float2*>(part_s + row * kPartPitch + token);
 #pragma unroll
-          for (int p = 1; p < kWarps<KP>; ++p) {
-            const float2 y = *reinterpret_cast<const float2*>(part_s + p * L::kTile + row * kSlicePitch + token);
+          for (int p = 1; p < kWarps; ++p) {
+            const float2 y = *reinterpret_cast<const float2*>(part_s + p * L::kPart + row * kPartPitch + token);
             sum.x += y.x, sum.y += y.y;
           }
-          const float2 vn = make_float2(u_s[token * kUPitch + row] - sum.x, u_s[(token + 1) * kUPitch + row] - sum.y);
-          *reinterpret_cast<float2*>(vn_s + row * kSlicePitch + token) = vn;
-          if (col0 + row < V) store_pair(vn_out, col0 + row, token, vn.x, vn.y);
+          const float vn0 = u_s[token * kUPitch + row] - sum.x, vn1 = u_s[(token + 1) * kUPitch + row] - sum.y;
+          store_pair(vn_op, row, token, vn0, vn1);
+          if (col0 + row < V) store_pair(vn_out, col0 + row, token, vn0, vn1);
         }
     }
     __syncthreads();  // W, U and the parts are read no more
-    if constexpr (L::kShared) {
+    if constexpr (L::kShared)
       stage_bt(chunk);
-      wait_async<0>();
-    } else {
-      if (c + 1 < chunks) stage_w(io(c + 1));
-      else commit_async();  // an empty group keeps the count
-      wait_async<1>();      // Bᵀ of chunk c
-    }
-    __syncthreads();
+    else if (c + 1 < chunks)
+      stage_w(io(c + 1));
+    bt_ready.wait();  // Bᵀ of chunk c
 
     // X_{c+1} = d_c X_c + V_newᵀ B over this warp's keys.
     {
-      float acc[kMTiles][KS / 8][4];
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) zero(acc[mt]);
-      constexpr int pitch = Operand<T, S, kChunk>::kPitch, plane = KP * pitch;
+      float acc[KS / 8][4];
+      zero(acc);
+      constexpr int a_pitch = Operand<T, S, kChunk>::kPitch, a_plane = kTileV * a_pitch, plane = KP * a_pitch;
+      const std::uint32_t* const a = &vn_op.at(0, g, t);
 #pragma unroll
       for (int kk = 0; kk < kChunk / 16; ++kk) {
-        std::uint32_t fa[kMTiles][S][4];
+        std::uint32_t fa[S][4];
 #pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          const float* const a = vn_s + (16 * mt + g) * kSlicePitch + 16 * kk + 2 * t;
-          fragment_terms(*reinterpret_cast<const float2*>(a), *reinterpret_cast<const float2*>(a + 8 * kSlicePitch),
-                         *reinterpret_cast<const float2*>(a + 8),
-                         *reinterpret_cast<const float2*>(a + 8 * kSlicePitch + 8), fa[mt]);
+        for (int n = 0; n < S; ++n) {
+          const std::uint32_t* const an = a + n * a_plane + 8 * kk;
+          fa[n][0] = an[0], fa[n][1] = an[8 * a_pitch], fa[n][2] = an[4], fa[n][3] = an[8 * a_pitch + 4];
         }
         const std::uint32_t* const b = &bt_op.at(0, w * KS + g, 8 * kk + t);
 #pragma unroll
         for (int j = 0; j < KS / 8; ++j) {
           std::uint32_t fb[S][2];
 #pragma unroll
-          for (int n = 0; n < S; ++n) fb[n][0] = b[n * plane + 8 * j * pitch], fb[n][1] = b[n * plane + 8 * j * pitch + 4];
-#pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt) mma_terms(acc[mt][j], fa[mt], fb);
+          for (int n = 0; n < S; ++n) fb[n][0] = b[n * plane + 8 * j * a_pitch], fb[n][1] = b[n * plane + 8 * j * a_pitch + 4];
+          mma_terms(acc[j], fa, fb);
         }
       }
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
+      for (int j = 0; j < KS / 8; ++j)
 #pragma unroll
-        for (int j = 0; j < KS / 8; ++j)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) x[mt][j][r] = decay * x[mt][j][r] + acc[mt][j][r];
+        for (int r = 0; r < 4; ++r) x[j][r] = decay * x[j][r] + acc[j][r];
     }
     __syncthreads();  // Bᵀ and V_newᵀ are read no more
     if (c + 1 < chunks) {
@@ -229,8 +224,6 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
         stage_w(io(c + 1));
       else
         stage_bt(io(c + 1));
-    } else if constexpr (!L::kShared) {
-      commit_async();
     }
   }
 }

@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kThreads) chunk_prepare(const Params<T> p) {
 // ---- state pass ------------------------------------------------------------------------------------
 // register_state_pass.cuh with Bᵀ = Âᵀ and no decay, from X_0 = 0; one block per (b, h, kTileV value columns).
 template <class T, int KP>
-__global__ void __launch_bounds__(register_state_pass::kThreads<KP>, 1) state_pass(const Params<T> p) {
+__global__ void __launch_bounds__(register_state_pass::kThreads, 1) state_pass(const Params<T> p) {
   namespace rs = register_state_pass;
   using R = Record<T, KP>;
   extern __shared__ float4 smem_vec[];
@@ -307,7 +307,7 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
     penalty<<<static_cast<unsigned>(p.B * p.H), kThreads, penalty_smem, stream>>>(p);
     prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
   }
-  pass<<<static_cast<unsigned>(p.B * p.H * p.v_tiles), register_state_pass::kThreads<KP>, pass_smem, stream>>>(p);  // T = 0: X_T = 0
+  pass<<<static_cast<unsigned>(p.B * p.H * p.v_tiles), register_state_pass::kThreads, pass_smem, stream>>>(p);  // T = 0: X_T = 0
   if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
   return finish(kName, workspace, stream);
 }
