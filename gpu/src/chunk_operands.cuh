@@ -353,50 +353,6 @@ __device__ __forceinline__ void copy_operand_async(const Operand<T, TERMS, KD>& 
   }
 }
 
-// ---- Bulk copies (sm_90 cp.async.bulk) completing on a shared-memory mbarrier ---------------------
-// The barrier counts one arrival — the thread that announces the bytes of a use (expect) — and those
-// bytes; every waiting thread keeps its own count of completed uses (the phase parity it waits on).
-struct BulkBarrier {
-  std::uint64_t* bar;
-  unsigned uses = 0;
-  __device__ unsigned address() const { return static_cast<unsigned>(__cvta_generic_to_shared(bar)); }
-  // One thread, then fence_barrier_init and a __syncthreads before any use.
-  __device__ void init() const { asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(address()) : "memory"); }
-  // One thread per use: the use completes when `bytes` have landed.
-  __device__ void expect(unsigned bytes) const {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(address()), "r"(bytes) : "memory");
-  }
-  // Every thread that reads what the use copied: until its bytes have landed.
-  __device__ void wait() {
-    asm volatile(
-        "{\n .reg .pred done;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n @!done bra WAIT_%=;\n}\n" ::
-            "r"(address()),
-        "r"(uses & 1u)
-        : "memory");
-    ++uses;
-  }
-};
-__device__ __forceinline__ void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-
-// The bytes copy_operand_bulk moves for an operand of `rows` rows: what its barrier's use expects.
-template <class T, int TERMS, int KD>
-__host__ __device__ constexpr unsigned operand_bulk_bytes(int rows) {
-  return static_cast<unsigned>(kPlanes<T, TERMS> * rows * Operand<T, TERMS, KD>::kDataWords * 4);
-}
-// Every row of every plane of src (global) into dst (shared, the same shape), data words only: one bulk
-// copy a row, issued by the lanes of the calling warp, completing on `barrier`.
-template <class T, int TERMS, int KD>
-__device__ __forceinline__ void copy_operand_bulk(const Operand<T, TERMS, KD>& dst, const Operand<T, TERMS, KD>& src,
-                                                  const BulkBarrier& barrier) {
-  constexpr int pitch = Operand<T, TERMS, KD>::kPitch, bytes = Operand<T, TERMS, KD>::kDataWords * 4;
-  static_assert(bytes % 16 == 0, "bulk copies move multiples of 16 bytes");
-  for (int row = threadIdx.x % 32; row < kPlanes<T, TERMS> * dst.rows; row += 32)  // rows over the planes
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     static_cast<unsigned>(__cvta_generic_to_shared(dst.words + row * pitch))),
-                 "l"(src.words + row * pitch), "n"(bytes), "r"(barrier.address())
-                 : "memory");
-}
-
 // ---- Decays within a chunk (n ≤ 64 tokens, a_r = e^{g_r}) ------------------------------------------
 // G'_i = Σ g_r over r ≤ i since the last r with g_r = −∞ (fp64), and that r (−1: none), in shared
 // memory (3 · 64 words, 8-byte aligned); formed by one thread, then read by all.

@@ -12,9 +12,9 @@
 // for the tokens [16w, 16w + 16), split once into the update's A operand, read by every warp. Products take
 // the operands as kStateTerms bf16 terms (24 bits: the final state is fp32 and judged as such).
 //
-// The chunk's W and Bᵀ are staged as in the records by bulk copies (one a row, issued by warp 0, each
-// operand completing on an mbarrier), U by cp.async; W of chunk c + 1 loads while chunk c's update
-// runs, Bᵀ of chunk c + 1 while its V_newᵀ is formed (KP > 128: one buffer for both, loaded in turn). X_c (kOutputTerms planes) and V_new go to the caller's workspaces.
+// The chunk's W and U (one cp.async group) and Bᵀ (another) are staged as in the records; W of chunk
+// c + 1 loads while chunk c's update runs, Bᵀ of chunk c + 1 while its V_newᵀ is formed (KP > 128: one
+// buffer for both, loaded in turn). X_c (kOutputTerms planes) and V_new go to the caller's workspaces.
 #pragma once
 
 #include <cstdint>
@@ -59,7 +59,7 @@ struct Layout {
   static constexpr int kU = kChunk * kUPitch;
   static constexpr int kPart = kTileV * kPartPitch;
   static constexpr int kVn = operand_words<T, kStateTerms>(kTileV, kChunk);
-  static constexpr int kWords = kBuffers + kU + kWarps * kPart + kVn + 4;  // + two mbarriers
+  static constexpr int kWords = kBuffers + kU + kWarps * kPart + kVn;
 };
 
 // f(x, key, col) for each element of this lane's slice of X (col: the value column col0 + ...).
@@ -87,32 +87,14 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
   const auto bt_op = operand_at<T, S, kChunk>(bt_words, KP);
   const auto vn_op = operand_at<T, S, kChunk>(part_s + kWarps * L::kPart, kTileV);  // V_newᵀ, the update's A operand
 
-  // W and Bᵀ by bulk copies (warp 0), each completing on its barrier (one barrier when they share a
-  // buffer); U by cp.async.
-  std::uint64_t* const barriers = reinterpret_cast<std::uint64_t*>(vn_op.words + L::kVn);
-  BulkBarrier w_ready{barriers}, bt_own{barriers + 1};
-  BulkBarrier& bt_ready = L::kShared ? w_ready : bt_own;
-  if (threadIdx.x == 0) {
-    w_ready.init();
-    bt_own.init();
-    fence_barrier_init();
-  }
-  __syncthreads();
   const auto stage_w = [&](const ChunkIo& c) {
-    if (w == 0) {
-      if (lane == 0) w_ready.expect(operand_bulk_bytes<T, S, KP>(kChunk));
-      __syncwarp();
-      copy_operand_bulk(w_op, operand_at<T, S, KP>(c.w, kChunk), w_ready);
-    }
+    copy_operand_async<kThreads>(w_op, operand_at<T, S, KP>(c.w, kChunk));
     copy_column_tile_async<kThreads, kChunk, kTileV>(u_s, kUPitch, c.u, V, col0);
     commit_async();
   };
   const auto stage_bt = [&](const ChunkIo& c) {
-    if (w == 0) {
-      if (lane == 0) bt_ready.expect(operand_bulk_bytes<T, S, kChunk>(KP));
-      __syncwarp();
-      copy_operand_bulk(bt_op, operand_at<T, S, kChunk>(c.bt, KP), bt_ready);
-    }
+    copy_operand_async<kThreads>(bt_op, operand_at<T, S, kChunk>(c.bt, KP));
+    commit_async();
   };
 
   if (chunks > 0) {
@@ -122,8 +104,10 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
   for (std::int64_t c = 0; c < chunks; ++c) {
     const ChunkIo chunk = io(c);
     const float decay = chunk.decay != nullptr ? *chunk.decay : 1.f;
-    wait_async<0>();  // U of chunk c
-    w_ready.wait();   // W of chunk c (its Bᵀ may still be in flight)
+    if constexpr (L::kShared)
+      wait_async<0>();
+    else
+      wait_async<1>();  // W and U of chunk c (its Bᵀ may still be in flight)
     __syncthreads();
 
     // X_c (kOutputTerms planes) for the output kernel.
@@ -184,11 +168,15 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
         }
     }
     __syncthreads();  // W, U and the parts are read no more
-    if constexpr (L::kShared)
+    if constexpr (L::kShared) {
       stage_bt(chunk);
-    else if (c + 1 < chunks)
-      stage_w(io(c + 1));
-    bt_ready.wait();  // Bᵀ of chunk c
+      wait_async<0>();
+    } else {
+      if (c + 1 < chunks) stage_w(io(c + 1));
+      else commit_async();  // an empty group keeps the count
+      wait_async<1>();      // Bᵀ of chunk c
+    }
+    __syncthreads();
 
     // X_{c+1} = d_c X_c + V_newᵀ B over this warp's keys.
     {
@@ -224,6 +212,8 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
         stage_w(io(c + 1));
       else
         stage_bt(io(c + 1));
+    } else if constexpr (!L::kShared) {
+      commit_async();
     }
   }
 }
