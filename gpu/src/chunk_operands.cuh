@@ -111,6 +111,21 @@ __device__ __forceinline__ void mma_terms(float (&acc)[4], const std::uint32_t (
   }
 }
 
+// acc[j] += A · B over one k-step for the NT n-tiles of a strip, B from an Operand: fa holds the A
+// fragment's terms; b is this lane's first B word (plane 0, the strip's row g, the k-step's word t);
+// n-tile j lies 8j rows (8j · pitch words) further, plane n n · plane words further.
+template <int NT, int TA, int TB>
+__device__ __forceinline__ void mma_tiles(float (&acc)[NT][4], const std::uint32_t (&fa)[TA][4], const std::uint32_t* b,
+                                          int pitch, int plane) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    std::uint32_t fb[TB][2];
+#pragma unroll
+    for (int n = 0; n < TB; ++n) fb[n][0] = b[n * plane + 8 * j * pitch], fb[n][1] = b[n * plane + 8 * j * pitch + 4];
+    mma_terms(acc[j], fa, fb);
+  }
+}
+
 // An m16k16 A fragment held in fp32 registers — the element pairs (g, 2t), (g + 8, 2t), (g, 2t + 8),
 // (g + 8, 2t + 8) of the lane — split into N bf16 term fragments. The m16n8 accumulators of the n-tiles
 // 2k and 2k + 1 are, pair for pair, the A fragment of k-step k: fragment_terms(left, right) turns a

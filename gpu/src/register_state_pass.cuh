@@ -128,14 +128,7 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
       for (int kk = 0; kk < KS / 16; ++kk) {
         std::uint32_t fa[S][4];
         fragment_terms(x[2 * kk], x[2 * kk + 1], fa);
-        const std::uint32_t* const b = &w_op.at(0, g, (w * KS + 16 * kk) / 2 + t);
-#pragma unroll
-        for (int j = 0; j < kChunk / 8; ++j) {
-          std::uint32_t fb[S][2];
-#pragma unroll
-          for (int n = 0; n < S; ++n) fb[n][0] = b[n * plane + 8 * j * pitch], fb[n][1] = b[n * plane + 8 * j * pitch + 4];
-          mma_terms(y[j], fa, fb);
-        }
+        mma_tiles<kChunk / 8, S, S>(y, fa, &w_op.at(0, g, (w * KS + 16 * kk) / 2 + t), pitch, plane);
       }
       float* const part = part_s + w * L::kPart;
 #pragma unroll
@@ -182,7 +175,7 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
     {
       float acc[KS / 8][4];
       zero(acc);
-      constexpr int a_pitch = Operand<T, S, kChunk>::kPitch, a_plane = kTileV * a_pitch, plane = KP * a_pitch;
+      constexpr int a_pitch = Operand<T, S, kChunk>::kPitch, a_plane = kTileV * a_pitch, plane = KP * a_pitch;  // Bᵀ's pitch is V_newᵀ's
       const std::uint32_t* const a = &vn_op.at(0, g, t);
 #pragma unroll
       for (int kk = 0; kk < kChunk / 16; ++kk) {
@@ -192,14 +185,7 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
           const std::uint32_t* const an = a + n * a_plane + 8 * kk;
           fa[n][0] = an[0], fa[n][1] = an[8 * a_pitch], fa[n][2] = an[4], fa[n][3] = an[8 * a_pitch + 4];
         }
-        const std::uint32_t* const b = &bt_op.at(0, w * KS + g, 8 * kk + t);
-#pragma unroll
-        for (int j = 0; j < KS / 8; ++j) {
-          std::uint32_t fb[S][2];
-#pragma unroll
-          for (int n = 0; n < S; ++n) fb[n][0] = b[n * plane + 8 * j * a_pitch], fb[n][1] = b[n * plane + 8 * j * a_pitch + 4];
-          mma_terms(acc[j], fa, fb);
-        }
+        mma_tiles<KS / 8, S, S>(acc, fa, &bt_op.at(0, w * KS + g, 8 * kk + t), a_pitch, plane);
       }
 #pragma unroll
       for (int j = 0; j < KS / 8; ++j)
