@@ -311,6 +311,27 @@ __device__ __forceinline__ void zero(float (&acc)[NT][4]) {
     for (int r = 0; r < 4; ++r) acc[j][r] = 0.f;
 }
 
+// U = T V for one chunk, fp32 into u_out [64][V] (row stride V): T the A operand t_op [64 rows][64],
+// v(j, c) value column c of token j < n (tokens past n are zero), TILE value columns at a time through
+// vt_op, the Vᵀ tile [TILE rows][64]. Called by the whole block; vt_op is free again when it returns.
+template <int TILE, class T, int TT, int TV, class Values>
+__device__ __forceinline__ void write_value_solve(const Operand<T, TT, 64>& t_op, const Operand<T, TV, 64>& vt_op, int n,
+                                                  int V, float* u_out, Values v) {
+  for (int v0 = 0; v0 < V; v0 += TILE) {
+    fill_transposed<TILE>(vt_op, [&](int j, int c) { return j < n && v0 + c < V ? v(j, v0 + c) : 0.f; });
+    __syncthreads();
+    for_each_strip<64, TILE, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, 64>(acc, t_op, vt_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int i, int c, float y) {
+        if (v0 + c < V) u_out[std::int64_t{i} * V + v0 + c] = y;
+      });
+    });
+    __syncthreads();  // the Vᵀ tile is read no more
+  }
+}
+
 // Rows [row0, row0 + dst.rows) of every plane of src (src_rows rows a plane) into dst, data words only;
 // rows past src_rows as zeros. 16-byte copies: pitches and operand bases are multiples of 4 words.
 template <class T, int TERMS, int KD>

@@ -384,22 +384,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   __syncthreads();
   // U = T Diag(β) V, kPrepTileV columns at a time (Vᵀ tiles: token pairs of one column, read across columns).
   fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j]; });
-  float* const u_out = R::u(record);
-  for (int v0 = 0; v0 < V; v0 += kPrepTileV) {
-    fill_transposed<kPrepTileV>(vt_op, [&](int j, int c) {
-      return j < n && v0 + c < V ? to_float(v(t0 + j, v0 + c)) : 0.f;
-    });
-    __syncthreads();
-    for_each_strip<kChunk, kPrepTileV, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, kChunk>(acc, t_op, vt_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int i, int col, float y) {
-        if (v0 + col < V) u_out[std::int64_t{i} * V + v0 + col] = y;
-      });
-    });
-    __syncthreads();  // the Vᵀ tile is read no more
-  }
+  write_value_solve<kPrepTileV>(t_op, vt_op, n, V, R::u(record), [&](int j, int c) { return to_float(v(t0 + j, c)); });
 }
 
 // ---- state_pass ------------------------------------------------------------------------------------

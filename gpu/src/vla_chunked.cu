@@ -182,20 +182,7 @@ __global__ void __launch_bounds__(kThreads) chunk_prepare(const Params<T> p) {
   }
   __syncthreads();
   // U = T V, kPrepTileV columns at a time.
-  float* const u_out = R::u(record);
-  for (int v0 = 0; v0 < V; v0 += kPrepTileV) {
-    fill_transposed<kPrepTileV>(vt_op, [&](int j, int c) { return j < n && v0 + c < V ? to_float(v(ch.t0 + j, v0 + c)) : 0.f; });
-    __syncthreads();
-    for_each_strip<kChunk, kPrepTileV, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, kChunk>(acc, t_op, vt_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int i, int c, float y) {
-        if (v0 + c < V) u_out[std::int64_t{i} * V + v0 + c] = y;
-      });
-    });
-    __syncthreads();  // the Vᵀ tile is read no more
-  }
+  write_value_solve<kPrepTileV>(t_op, vt_op, n, V, R::u(record), [&](int j, int c) { return to_float(v(ch.t0 + j, c)); });
 }
 
 // ---- state pass ------------------------------------------------------------------------------------
