@@ -1,10 +1,9 @@
 // Properties every registered GPU kernel must have (issue 7, item 3), each checked over the whole
 // registry so a new kernel is covered by adding its entry: it passes the gate's tolerance policy
-// against the oracle on a small shape in every dtype it takes, and at key dimensions 1, 3 and 5; a
-// sequence's output does not depend on its batch neighbours; a launch over the first part of a
-// sequence followed by one over the rest from the carried state equals one launch; 70,000 identical
-// heads (more than 65,535 blocks) give the one-head result in every head. Skipped without a device
-// (CI); run on the H200.
+// against the oracle on a small shape in every dtype it takes, and at key dimensions 1, 3 and 5; a sequence's output does not depend on
+// its batch neighbours; a launch over the first part of a sequence followed by one over the rest from
+// the carried state equals one launch; 70,000 identical heads (more than 65,535 blocks) give the
+// one-head result in every head. Skipped without a device (CI); run on the H200.
 #include <gtest/gtest.h>
 
 #include "gpu_test_support.h"

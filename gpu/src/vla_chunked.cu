@@ -267,7 +267,7 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
   const auto prepare = chunk_prepare<T, KP>;
   const auto pass = state_pass<T, KP>;
   const auto output = chunk_output<T, KP>;
-  const std::size_t penalty_smem = sizeof(float) * PenaltyLayout<PenaltyOperand<T, KP>, KP>::kWords;
+  const std::size_t penalty_smem = sizeof(float) * PenaltyLayout<T, KP>::kWords;
   const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
   const std::size_t pass_smem = sizeof(float) * register_state_pass::Layout<T, KP>::kWords;
   const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;

@@ -38,12 +38,10 @@
 // Arithmetic (chunk_operands.cuh): fp32 state and accumulation. bf16/fp16: products on tensor cores,
 // fp32 intermediates on the state's path (u, k̂, A, Y, Z, D⁻¹Z, M, α̂, T, W, U, V_new, X) as three bf16
 // terms, those read only by o (φ(q), P, X_c for the read, V_new for the read) as two. G, KY, KA and the
-// LDL stay in fp32. Exception: at K ≤ 64 the penalty pass's operands are fp32 and its products fp64 FMA
-// (PenaltyOperand). fp32 inputs are refused (vla_chunked.cu): only bf16/fp16 kernels are compiled.
+// LDL stay in fp32. fp32 inputs are refused (vla_chunked.cu): only bf16/fp16 kernels are compiled.
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "chunk_operands.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
@@ -208,19 +206,9 @@ struct PenaltyLayout {
 template <int KP>
 constexpr int kSolveColumns = 2 * kChunk + KP;
 
-// The penalty pass's operand arithmetic (chunk_operands.cuh): at K ≤ 64 (KP = 64) fp32 planes multiplied
-// by FMA in fp64, rounded once per product; at KP = 128 three bf16 terms on tensor cores. A three-term
-// product carries a fixed error of a few units of fp32 rounding (the split of both operands, the pairs
-// i + j > 2 dropped), where an fp32 dot product over a few coordinates rounds once or twice: with
-// tensor cores the final state missed the gate's fp32-grade tolerance (2 × the float references' error)
-// at K ≤ 5, by up to 1.8× (docs/gpu-kernels.md, "VLA").
-template <class T, int KP>
-using PenaltyOperand = std::conditional_t<KP <= 64, float, T>;
-
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
-  using P = PenaltyOperand<T, KP>;
-  using L = PenaltyLayout<P, KP>;
+  using L = PenaltyLayout<T, KP>;
   constexpr int S = kStateTerms, sp = kSquarePitch, wp = KP + 4;
   static_assert(kSolveColumns<KP> <= kThreads);
   extern __shared__ float4 smem_vec[];
@@ -228,13 +216,13 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
   float* const work = a_words + L::kA;
   float* const pivot_rows = work + L::kWork;  // [2][64], by pivot parity
   float* const delta_s = pivot_rows + 2 * kChunk;
-  const auto a_op = operand_at<P, S, KP>(a_words, KP);
-  const auto u_op = operand_at<P, S, KP>(work + L::kU, kChunk);
-  const auto kh_op = operand_at<P, S, KP>(work + L::kKh, kChunk);
-  const auto y_op = operand_at<P, S, KP>(work + L::kY, kChunk);
-  const auto m_op = operand_at<P, S, kChunk>(work + L::kM, kChunk);
-  const auto zt_op = operand_at<P, S, kChunk>(work + L::kZt, KP);
-  const auto zst_op = operand_at<P, S, kChunk>(work + L::kZst, KP);
+  const auto a_op = operand_at<T, S, KP>(a_words, KP);
+  const auto u_op = operand_at<T, S, KP>(work + L::kU, kChunk);
+  const auto kh_op = operand_at<T, S, KP>(work + L::kKh, kChunk);
+  const auto y_op = operand_at<T, S, KP>(work + L::kY, kChunk);
+  const auto m_op = operand_at<T, S, kChunk>(work + L::kM, kChunk);
+  const auto zt_op = operand_at<T, S, kChunk>(work + L::kZt, KP);
+  const auto zst_op = operand_at<T, S, kChunk>(work + L::kZst, KP);
   float* const zeta_s = work + L::kZeta;
   float* const gram_s = work + L::kG;
   float* const ka_s = work + L::kKa;
@@ -296,7 +284,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
       for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
         float acc[2][4];
         zero(acc);
-        warp_product<P, KP>(acc, u_op, a_op, m0, n0);
+        warp_product<T, KP>(acc, u_op, a_op, m0, n0);
         for_each_pair(acc, m0, n0, [&](int t, int i, float x0, float x1) { store_pair(y_op, t, i, x0, x1); });
       });
       __syncthreads();
@@ -304,7 +292,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
       for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
         float acc[2][4];
         zero(acc);
-        warp_product<P, KP>(acc, y_op, u_op, m0, n0);
+        warp_product<T, KP>(acc, y_op, u_op, m0, n0);
         for_each_element(acc, m0, n0, [&](int r, int j, float x) { gram_s[r * sp + j] = x; });
       });
       __syncthreads();
@@ -322,12 +310,12 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
 #pragma unroll
         for (int s = 0; s < ky_strips; ++s) {
           zero(ky[s]);
-          warp_product<P, KP>(ky[s], kh_op, y_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
+          warp_product<T, KP>(ky[s], kh_op, y_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
         }
 #pragma unroll
         for (int s = 0; s < ka_strips; ++s) {
           zero(ka[s]);
-          warp_product<P, KP>(ka[s], kh_op, a_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
+          warp_product<T, KP>(ka[s], kh_op, a_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
         }
         __syncthreads();
 #pragma unroll
@@ -388,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
       for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
         float acc[2][4];
         load_strip(acc, ka_s, wp, m0, n0);
-        warp_product<P, kChunk>(acc, m_op, zt_op, m0, n0);
+        warp_product<T, kChunk>(acc, m_op, zt_op, m0, n0);
         for_each_element(acc, m0, n0, [&](int t, int i, float y) { ka_s[t * wp + i] = y; });
       });
       __syncthreads();
@@ -412,7 +400,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
       for_each_strip<KP, KP, 2>([&](int m0, int n0) {
         float acc[2][4];
         zero(acc);
-        warp_product<P, kChunk>(acc, zt_op, zst_op, m0, n0);
+        warp_product<T, kChunk>(acc, zt_op, zst_op, m0, n0);
         for_each_pair(acc, m0, n0, [&](int i, int j, float y0, float y1) {
           store_pair(a_op, i, j, element(a_op, i, j) - y0, element(a_op, i, j + 1) - y1);
         });
