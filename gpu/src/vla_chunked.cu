@@ -328,7 +328,6 @@ Status launch(const LaunchArgs& args) {
     p.V = static_cast<int>(v.size('V'));
     p.v_tiles = static_cast<int>(v_tiles);
     p.out_tiles = static_cast<int>(out_tiles);
-    p.penalty_block = penalty_block_length(p.K);
     if (p.K <= 64) return enqueue<T, 64>(p, stream_of(args));
     return enqueue<T, 128>(p, stream_of(args));
   });

@@ -8,8 +8,7 @@
 // of u, k̂ = norm(φ(k)), φ(q), v; A_s, X_c = S_cᵀ (K × V) and ζ the memory before the chunk; D = diag(δ).
 //
 // 1. penalty_pass (one block per (b, h), chunks in order; A on chip): SPEC §1's Sherman–Morrison steps
-//    (VLA-C4) blocked as vla_chunked.h's penalty_chunk does them, in blocks of m = min(64, 2K) tokens
-//    (penalty_block_length; below, "chunk" is such a block, n ≤ m):
+//    (VLA-C4) blocked as vla_chunked.h's penalty_chunk does them:
 //      Y = U A_sᵀ (row t: A_s u_t),  G = Y Uᵀ (G_rj = y_r·u_j),  KY = K̂ Yᵀ,  KA = K̂ A_sᵀ (row t: A_s k̂_t)
 //    The n sequential steps are an LDLᵀ factorisation of C = I + G with floored pivots: with
 //    L_tr = (z_r·u_t)/δ_r (r < t), z_t = y_t − Σ_{r<t} z_r (z_r·u_t)/δ_r reads Y = L Z, and
@@ -81,14 +80,7 @@ struct Params {
   int H = 0, K = 0, V = 0;
   int v_tiles = 0;             // ⌈V / kTileV⌉
   int out_tiles = 0;           // ⌈V / kOutTileV⌉
-  int penalty_block = kChunk;  // tokens per LDLᵀ block of penalty_pass: penalty_block_length(K)
 };
-
-// The penalty pass's block length m: the blocked form reads z_t and A_t k̂_t as a block-start product
-// minus a correction that cancels as A shrinks within the block, by at most the factor 1 + m/K (each
-// token's ‖u‖² = 1/K); m = min(64, 2K) keeps that amplification of the rounding ≤ 3 at every K
-// (docs/gpu-kernels.md, "VLA": m = 64 failed the fp32-grade final-state tolerance at K ≤ 5).
-__host__ __device__ constexpr int penalty_block_length(int K) { return 2 * K < kChunk ? 2 * K : kChunk; }
 
 // The penalty pass's output of one chunk: α̂ [64][KP] fp32 (zero past n and past K), den [64] (1 past n).
 template <int KP>
@@ -250,10 +242,12 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
     if (col < KP)
       for (int i = 0; i < kChunk; ++i) zeta_s[i * KP + col] = zeta += zeta_s[i * KP + col];
     __syncthreads();
-    // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps).
+    // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps) and u_t.
     for (int i = warp; i < kChunk; i += kWarps) {
+      float u[KP / 32] = {}, khat[KP / 32];
       float den = 1.f;
       if (i < n) {
+        key_directions<T, KP>(k, t0 + i, K, u, khat);
         float zq = 0.f;
 #pragma unroll
         for (int cc = 0; cc < KP / 32; ++cc) {
@@ -264,149 +258,134 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
         den = floored(warp_sum(zq), kStabEps);
       }
       if (lane == 0) PenaltyRecord<KP>::den(record)[i] = den;
+      store_warp_row(u_op, i, u);
     }
-    for (int e = n * KP + threadIdx.x; e < kChunk * KP; e += kThreads) PenaltyRecord<KP>::alpha(record)[e] = 0.f;
     __syncthreads();
 
-    // The chunk's tokens in penalty blocks of m ≤ p.penalty_block, block-local rows i < m (token t0 + s0 + i),
-    // rows ≥ m zero: a zero row has u = k̂ = 0, so y = z = 0 and δ = 1 — it changes nothing (as rows past n).
-    for (int s0 = 0; s0 < n; s0 += p.penalty_block) {
-      const int m = n - s0 < p.penalty_block ? n - s0 : p.penalty_block;
-      for (int i = warp; i < kChunk; i += kWarps) {
-        float u[KP / 32] = {}, khat[KP / 32];
-        if (i < m) key_directions<T, KP>(k, t0 + s0 + i, K, u, khat);
-        store_warp_row(u_op, i, u);
-      }
-      if (col < kChunk) delta_s[col] = 1.f;  // δ of the zero rows, whose pivots are skipped
-      __syncthreads();
-
-      // Y = U A_sᵀ (over ζ).
-      for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
-        float acc[2][4];
-        zero(acc);
-        warp_product<T, KP>(acc, u_op, a_op, m0, n0);
-        for_each_pair(acc, m0, n0, [&](int t, int i, float x0, float x1) { store_pair(y_op, t, i, x0, x1); });
-      });
-      __syncthreads();
-      // G = Y Uᵀ.
-      for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
-        float acc[2][4];
-        zero(acc);
-        warp_product<T, KP>(acc, y_op, u_op, m0, n0);
-        for_each_element(acc, m0, n0, [&](int r, int j, float x) { gram_s[r * sp + j] = x; });
-      });
-      __syncthreads();
-      // K̂ over U.
-      for (int i = warp; i < kChunk; i += kWarps) {
-        float u[KP / 32], khat[KP / 32] = {};
-        if (i < m) key_directions<T, KP>(k, t0 + s0 + i, K, u, khat);
-        store_warp_row(kh_op, i, khat);
-      }
-      __syncthreads();
-      // KY = K̂ Yᵀ and KA = K̂ A_sᵀ, in registers until K̂ is read no more, then KYᵀ and KA in its words.
-      {
-        constexpr int ky_strips = kStripsPerWarp<kChunk, kChunk>, ka_strips = kStripsPerWarp<kChunk, KP>;
-        float ky[ky_strips][2][4], ka[ka_strips][2][4];
-#pragma unroll
-        for (int s = 0; s < ky_strips; ++s) {
-          zero(ky[s]);
-          warp_product<T, KP>(ky[s], kh_op, y_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
-        }
-#pragma unroll
-        for (int s = 0; s < ka_strips; ++s) {
-          zero(ka[s]);
-          warp_product<T, KP>(ka[s], kh_op, a_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
-        }
-        __syncthreads();
-#pragma unroll
-        for (int s = 0; s < ky_strips; ++s)
-          for_each_element(ky[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
-                           [&](int t, int r, float x) { kyt_s[r * sp + t] = x; });
-#pragma unroll
-        for (int s = 0; s < ka_strips; ++s)
-          for_each_element(ka[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
-                           [&](int t, int i, float x) { ka_s[t * wp + i] = x; });
-      }
-      __syncthreads();
-
-      // The LDLᵀ of I + G as a forward substitution on [G | KYᵀ | Y], thread `col` owning one column x
-      // (rows r = the chunk's tokens). Before pivot r, rows ≤ r are final: δ_r = max(1 + P_rr, stab_eps)
-      // and every row i > r loses L_ir · (row r) with L_ir = P_ri/δ_r, P_ri the G part's row r.
-      float x[kChunk];
-      if (col < kSolveColumns<KP>) {
-#pragma unroll
-        for (int r = 0; r < kChunk; ++r)
-          x[r] = col < kChunk       ? gram_s[r * sp + col]
-                 : col < 2 * kChunk ? kyt_s[r * sp + col - kChunk]
-                                    : element(y_op, r, col - 2 * kChunk);
-      }
-#pragma unroll
-      for (int r = 0; r < kChunk; ++r) {
-        if (r == m) break;  // the zero rows' pivots: δ = 1, no update
-        float* const row = pivot_rows + (r % 2) * kChunk;
-        if (col < kChunk) row[col] = x[r];
-        __syncthreads();
-        const float delta = floored(1.f + row[r], kStabEps);
-        if (col == 0) delta_s[r] = delta;
-        if (col < kSolveColumns<KP>) {
-          const float w = x[r] / delta;
-#pragma unroll
-          for (int i4 = (r + 1) / 4 * 4; i4 < kChunk; i4 += 4) {
-            const float4 l = *reinterpret_cast<const float4*>(row + i4);
-            if (i4 > r) x[i4] = fmaf(-l.x, w, x[i4]);
-            if (i4 + 1 > r) x[i4 + 1] = fmaf(-l.y, w, x[i4 + 1]);
-            if (i4 + 2 > r) x[i4 + 2] = fmaf(-l.z, w, x[i4 + 2]);
-            x[i4 + 3] = fmaf(-l.w, w, x[i4 + 3]);
-          }
-        }
-      }
-      __syncthreads();  // δ complete; G, KYᵀ and Y are read no more
-      // Zᵀ (the Y part: column d of Z), and M = −(H ⊙ L) D⁻¹ (the KYᵀ part: row t of H = K̂ Zᵀ).
-      if (col >= 2 * kChunk && col < kSolveColumns<KP>) {
-#pragma unroll
-        for (int r = 0; r < kChunk; r += 2) store_pair(zt_op, col - 2 * kChunk, r, x[r], x[r + 1]);
-      } else if (col >= kChunk && col < 2 * kChunk) {
-        const int t = col - kChunk;
-#pragma unroll
-        for (int r = 0; r < kChunk; r += 2)
-          store_pair(m_op, t, r, r <= t ? -x[r] / delta_s[r] : 0.f, r + 1 <= t ? -x[r + 1] / delta_s[r + 1] : 0.f);
-      }
-      __syncthreads();
-      // A_t k̂_t = (K̂ A_sᵀ)_t + (M Z)_t, in place.
-      for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
-        float acc[2][4];
-        load_strip(acc, ka_s, wp, m0, n0);
-        warp_product<T, kChunk>(acc, m_op, zt_op, m0, n0);
-        for_each_element(acc, m0, n0, [&](int t, int i, float y) { ka_s[t * wp + i] = y; });
-      });
-      __syncthreads();
-      // α̂_t = norm(A_t k̂_t), a warp per token (vla_fused.cu: sqrtf of warp_dot, then a division).
-      for (int i = warp; i < kChunk; i += kWarps) {
-        float a[KP / 32], ss = 0.f;
-#pragma unroll
-        for (int cc = 0; cc < KP / 32; ++cc) {
-          a[cc] = ka_s[i * wp + lane + 32 * cc];
-          ss += a[cc] * a[cc];
-        }
-        const float norm = sqrtf(warp_sum(ss));
-        if (i < m)
-#pragma unroll
-          for (int cc = 0; cc < KP / 32; ++cc) PenaltyRecord<KP>::alpha(record)[(s0 + i) * KP + lane + 32 * cc] = a[cc] / norm;
-      }
-      __syncthreads();
-      // (D⁻¹Z)ᵀ over K̂ A and M; A ← A_s − Zᵀ (D⁻¹Z): A(i, j) −= Σ_r z_r,i (z_r,j/δ_r), as vla_fused.cu's z_i (z_j/δ).
-      fill(zst_op, KP, [&](int d, int r) { return element(zt_op, d, r) / delta_s[r]; });
-      __syncthreads();
-      for_each_strip<KP, KP, 2>([&](int m0, int n0) {
-        float acc[2][4];
-        zero(acc);
-        warp_product<T, kChunk>(acc, zt_op, zst_op, m0, n0);
-        for_each_pair(acc, m0, n0, [&](int i, int j, float y0, float y1) {
-          store_pair(a_op, i, j, element(a_op, i, j) - y0, element(a_op, i, j + 1) - y1);
-        });
-      });
-      __syncthreads();
+    // Y = U A_sᵀ (over ζ).
+    for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, KP>(acc, u_op, a_op, m0, n0);
+      for_each_pair(acc, m0, n0, [&](int t, int i, float x0, float x1) { store_pair(y_op, t, i, x0, x1); });
+    });
+    __syncthreads();
+    // G = Y Uᵀ.
+    for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, KP>(acc, y_op, u_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int r, int j, float x) { gram_s[r * sp + j] = x; });
+    });
+    __syncthreads();
+    // K̂ over U.
+    for (int i = warp; i < kChunk; i += kWarps) {
+      float u[KP / 32], khat[KP / 32] = {};
+      if (i < n) key_directions<T, KP>(k, t0 + i, K, u, khat);
+      store_warp_row(kh_op, i, khat);
     }
+    __syncthreads();
+    // KY = K̂ Yᵀ and KA = K̂ A_sᵀ, in registers until K̂ is read no more, then KYᵀ and KA in its words.
+    {
+      constexpr int ky_strips = kStripsPerWarp<kChunk, kChunk>, ka_strips = kStripsPerWarp<kChunk, KP>;
+      float ky[ky_strips][2][4], ka[ka_strips][2][4];
+#pragma unroll
+      for (int s = 0; s < ky_strips; ++s) {
+        zero(ky[s]);
+        warp_product<T, KP>(ky[s], kh_op, y_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
+      }
+#pragma unroll
+      for (int s = 0; s < ka_strips; ++s) {
+        zero(ka[s]);
+        warp_product<T, KP>(ka[s], kh_op, a_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
+      }
+      __syncthreads();
+#pragma unroll
+      for (int s = 0; s < ky_strips; ++s)
+        for_each_element(ky[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
+                         [&](int t, int r, float x) { kyt_s[r * sp + t] = x; });
+#pragma unroll
+      for (int s = 0; s < ka_strips; ++s)
+        for_each_element(ka[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
+                         [&](int t, int i, float x) { ka_s[t * wp + i] = x; });
+    }
+    __syncthreads();
+
+    // The LDLᵀ of I + G as a forward substitution on [G | KYᵀ | Y], thread `col` owning one column x
+    // (rows r = the chunk's tokens). Before pivot r, rows ≤ r are final: δ_r = max(1 + P_rr, stab_eps)
+    // and every row i > r loses L_ir · (row r) with L_ir = P_ri/δ_r, P_ri the G part's row r.
+    float x[kChunk];
+    if (col < kSolveColumns<KP>) {
+#pragma unroll
+      for (int r = 0; r < kChunk; ++r)
+        x[r] = col < kChunk       ? gram_s[r * sp + col]
+               : col < 2 * kChunk ? kyt_s[r * sp + col - kChunk]
+                                  : element(y_op, r, col - 2 * kChunk);
+    }
+#pragma unroll
+    for (int r = 0; r < kChunk; ++r) {
+      float* const row = pivot_rows + (r % 2) * kChunk;
+      if (col < kChunk) row[col] = x[r];
+      __syncthreads();
+      const float delta = floored(1.f + row[r], kStabEps);
+      if (col == 0) delta_s[r] = delta;
+      if (col < kSolveColumns<KP>) {
+        const float w = x[r] / delta;
+#pragma unroll
+        for (int i4 = (r + 1) / 4 * 4; i4 < kChunk; i4 += 4) {
+          const float4 l = *reinterpret_cast<const float4*>(row + i4);
+          if (i4 > r) x[i4] = fmaf(-l.x, w, x[i4]);
+          if (i4 + 1 > r) x[i4 + 1] = fmaf(-l.y, w, x[i4 + 1]);
+          if (i4 + 2 > r) x[i4 + 2] = fmaf(-l.z, w, x[i4 + 2]);
+          x[i4 + 3] = fmaf(-l.w, w, x[i4 + 3]);
+        }
+      }
+    }
+    __syncthreads();  // δ complete; G, KYᵀ and Y are read no more
+    // Zᵀ (the Y part: column d of Z), and M = −(H ⊙ L) D⁻¹ (the KYᵀ part: row t of H = K̂ Zᵀ).
+    if (col >= 2 * kChunk && col < kSolveColumns<KP>) {
+#pragma unroll
+      for (int r = 0; r < kChunk; r += 2) store_pair(zt_op, col - 2 * kChunk, r, x[r], x[r + 1]);
+    } else if (col >= kChunk && col < 2 * kChunk) {
+      const int t = col - kChunk;
+#pragma unroll
+      for (int r = 0; r < kChunk; r += 2)
+        store_pair(m_op, t, r, r <= t ? -x[r] / delta_s[r] : 0.f, r + 1 <= t ? -x[r + 1] / delta_s[r + 1] : 0.f);
+    }
+    __syncthreads();
+    // A_t k̂_t = (K̂ A_sᵀ)_t + (M Z)_t, in place.
+    for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      load_strip(acc, ka_s, wp, m0, n0);
+      warp_product<T, kChunk>(acc, m_op, zt_op, m0, n0);
+      for_each_element(acc, m0, n0, [&](int t, int i, float y) { ka_s[t * wp + i] = y; });
+    });
+    __syncthreads();
+    // α̂_t = norm(A_t k̂_t), a warp per token (vla_fused.cu: sqrtf of warp_dot, then a division).
+    for (int i = warp; i < kChunk; i += kWarps) {
+      float a[KP / 32], ss = 0.f;
+#pragma unroll
+      for (int cc = 0; cc < KP / 32; ++cc) {
+        a[cc] = ka_s[i * wp + lane + 32 * cc];
+        ss += a[cc] * a[cc];
+      }
+      const float norm = sqrtf(warp_sum(ss));
+#pragma unroll
+      for (int cc = 0; cc < KP / 32; ++cc) PenaltyRecord<KP>::alpha(record)[i * KP + lane + 32 * cc] = i < n ? a[cc] / norm : 0.f;
+    }
+    __syncthreads();
+    // (D⁻¹Z)ᵀ over K̂ A and M; A ← A_s − Zᵀ (D⁻¹Z): A(i, j) −= Σ_r z_r,i (z_r,j/δ_r), as vla_fused.cu's z_i (z_j/δ).
+    fill(zst_op, KP, [&](int d, int r) { return element(zt_op, d, r) / delta_s[r]; });
+    __syncthreads();
+    for_each_strip<KP, KP, 2>([&](int m0, int n0) {
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, kChunk>(acc, zt_op, zst_op, m0, n0);
+      for_each_pair(acc, m0, n0, [&](int i, int j, float y0, float y1) {
+        store_pair(a_op, i, j, element(a_op, i, j) - y0, element(a_op, i, j + 1) - y1);
+      });
+    });
+    __syncthreads();
   }
 }
 
