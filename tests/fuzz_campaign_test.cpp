@@ -109,6 +109,27 @@ TEST(FuzzCampaign, FiltersSelectCellsAndRejectUnknownNames) {
   EXPECT_THROW(Campaign{bad}, std::invalid_argument);
 }
 
+// A subject's smallest K (vla-chunked takes K ≥ 16): ShapeLimits refuses the shapes below it (the gate's
+// grid and the shrinker go by it) and every drawn case keeps to it; other subjects still draw K = 1.
+TEST(FuzzCampaign, DrawsWithinASubjectsSmallestKeyDimension) {
+  ShapeLimits at_least_16;
+  at_least_16.min_K = 16;
+  register_planted("planted-min-k-16", [](const TensorMap&, ValueMap&) {}, at_least_16);
+  EXPECT_FALSE(at_least_16.accepts({1, 8, 1, 15, 15}));
+  EXPECT_TRUE(at_least_16.accepts({1, 8, 1, 16, 1}));
+  const Campaign c(config(5, {"planted-min-k-16"}));
+  const Campaign all(config(5, {"ref-serial-f32"}));
+  std::set<std::int64_t> ks, other_ks;
+  for (std::uint64_t i = 0; i < 300; ++i) {
+    const CaseSpec s = c.case_at(i);
+    EXPECT_GE(s.shape.K, 16) << s.reproduce();
+    ks.insert(s.shape.K);
+    other_ks.insert(all.case_at(i).shape.K);
+  }
+  EXPECT_GE(ks.size(), 4u);  // still a spread of head dimensions
+  EXPECT_EQ(other_ks.count(1), 1u);
+}
+
 TEST(FuzzCampaign, ShardsAreDisjointCoverTheCasesAndEqualTheUnshardedRun) {
   const Campaign c(config(11));
   const RunLimits limits = first_cases(20);

@@ -35,9 +35,10 @@ inline std::vector<GpuSubject> gpu_subjects() {
   return out;
 }
 
-// A shape the kernel takes: K = V = d unless the kernel lists its head dims.
+// A shape the kernel takes: K = V = d unless the kernel lists its head dims or d is below its smallest K.
 inline Shape shape_for(const gpu::Kernel& k, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t d) {
   if (!k.limits.head_dims.empty()) d = k.limits.head_dims.front();
+  d = std::max(d, k.limits.min_K);
   if (k.limits.max_K > 0) d = std::min(d, k.limits.max_K);
   return {B, T, H, d, d};
 }

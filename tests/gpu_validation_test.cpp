@@ -158,22 +158,42 @@ TEST(GpuValidation, EveryMalformedTensorIsRefusedByName) {
   RecordProperty("malformed_launches_tried", static_cast<int>(tried));
 }
 
+// `args` with every K dimension of k's tensors set to K (the other sizes kept: a consistent launch).
+LaunchArgs with_key_dimension(const Kernel& k, LaunchArgs args, std::int64_t K) {
+  const auto& m = larc::harness::find_mechanism(k.mechanism);
+  auto set_k = [K](larc::gpu::Tensors& group, const std::string& name, const std::string& dims) {
+    if (!group.count(name)) return;
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] == 'K') group.at(name).shape[i] = K;
+  };
+  for (const auto& spec : m.inputs) set_k(args.inputs, spec.name, spec.dims);
+  for (const auto& spec : m.outputs) set_k(args.outputs, spec.name, spec.dims);
+  set_k(args.inputs, "initial_state", "BHKV");
+  return args;
+}
+
 TEST(GpuValidation, AZeroHeadDimensionIsRefused) {
   const bool device = device_present();
   for (const Kernel& k : larc::gpu::kernels()) {
     if (!k.limits.head_dims.empty()) continue;
-    LaunchArgs a = valid_launch(k, device).args;
-    const auto& m = larc::harness::find_mechanism(k.mechanism);
-    auto zero_k = [](larc::gpu::Tensors& group, const std::string& name, const std::string& dims) {
-      if (!group.count(name)) return;
-      for (std::size_t i = 0; i < dims.size(); ++i)
-        if (dims[i] == 'K') group.at(name).shape[i] = 0;
-    };
-    for (const auto& spec : m.inputs) zero_k(a.inputs, spec.name, spec.dims);
-    for (const auto& spec : m.outputs) zero_k(a.outputs, spec.name, spec.dims);
-    zero_k(a.inputs, "initial_state", "BHKV");
-    expect_refused(k, a, {"K = 0"}, "K = 0");
+    expect_refused(k, with_key_dimension(k, valid_launch(k, device).args, 0), {"K = 0"}, "K = 0");
   }
+}
+
+// A kernel with a smallest K (vla-chunked: 16) refuses the K below it, naming K and the limit; the
+// valid launch's K = 16 is its smallest.
+TEST(GpuValidation, AKeyDimensionBelowTheKernelsSmallestIsRefused) {
+  const bool device = device_present();
+  int kernels_with_a_smallest_k = 0;
+  for (const Kernel& k : larc::gpu::kernels()) {
+    if (k.limits.min_K <= 1) continue;
+    ++kernels_with_a_smallest_k;
+    const std::int64_t below = k.limits.min_K - 1;
+    expect_refused(k, with_key_dimension(k, valid_launch(k, device).args, below),
+                   {"K = " + std::to_string(below), "smallest", std::to_string(k.limits.min_K)},
+                   "K = " + std::to_string(below));
+  }
+  EXPECT_GE(kernels_with_a_smallest_k, 1);  // vla-chunked
 }
 
 TEST(GpuValidation, AGridBeyondGridDimXIsRefusedWithoutLaunching) {

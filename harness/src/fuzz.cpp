@@ -23,9 +23,10 @@ std::int64_t bound(std::int64_t campaign_max, std::int64_t subject_max) {
 
 bool is_power_of_two(std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-// A head dimension: from the subject's own list when it has one, else half the time a power of two
-// and half the time not (DESIGN.md "Randomized inputs": d not a power of two).
-std::int64_t draw_head_dim(detail::CaseRng& rng, std::int64_t max, const std::vector<std::int64_t>& head_dims) {
+// A head dimension in [min, max]: from the subject's own list when it has one, else half the time a
+// power of two and half the time not (DESIGN.md "Randomized inputs": d not a power of two).
+std::int64_t draw_head_dim(detail::CaseRng& rng, std::int64_t min, std::int64_t max,
+                           const std::vector<std::int64_t>& head_dims) {
   if (!head_dims.empty()) {
     std::vector<std::int64_t> fit;
     for (std::int64_t d : head_dims)
@@ -37,8 +38,8 @@ std::int64_t draw_head_dim(detail::CaseRng& rng, std::int64_t max, const std::ve
   const bool power = rng.bits() % 2 == 0;
   std::vector<std::int64_t> fit;
   for (std::int64_t d : kDims)
-    if (d <= max && is_power_of_two(d) == power) fit.push_back(d);
-  if (fit.empty()) return 1;
+    if (min <= d && d <= max && is_power_of_two(d) == power) fit.push_back(d);
+  if (fit.empty()) return std::max<std::int64_t>(min, 1);
   return fit[rng.bits() % fit.size()];
 }
 
@@ -85,6 +86,7 @@ Campaign::Campaign(CampaignConfig config) : config_(std::move(config)) {
     throw std::invalid_argument("campaign: the largest B, T, H, K, V must be at least 1");
   for (const Subject& s : subjects()) {
     if (!config_.subjects.empty() && !contains(config_.subjects, s.name)) continue;
+    if (s.limits.min_K > config_.max_K) continue;  // no case of it fits the campaign's largest K
     if (!config_.mechanisms.empty() && !contains(config_.mechanisms, s.mechanism)) continue;
     for (Dtype d : s.dtypes)
       if (config_.dtypes.empty() || std::find(config_.dtypes.begin(), config_.dtypes.end(), d) != config_.dtypes.end())
@@ -116,8 +118,8 @@ CaseSpec Campaign::case_at(std::uint64_t index) const {
   spec.shape.B = 1 + static_cast<std::int64_t>(rng.bits() % bound(config_.max_B, lim.max_B));
   spec.shape.T = draw_length(rng, bound(config_.max_T, lim.max_T));
   spec.shape.H = 1 + static_cast<std::int64_t>(rng.bits() % bound(config_.max_H, lim.max_H));
-  spec.shape.K = draw_head_dim(rng, bound(config_.max_K, lim.max_K), lim.head_dims);
-  spec.shape.V = draw_head_dim(rng, bound(config_.max_V, lim.max_V), lim.head_dims);
+  spec.shape.K = draw_head_dim(rng, lim.min_K, bound(config_.max_K, lim.max_K), lim.head_dims);
+  spec.shape.V = draw_head_dim(rng, 1, bound(config_.max_V, lim.max_V), lim.head_dims);
   spec.seed = rng.bits();
   for (const Knob& k : find_mechanism(spec.mechanism).knobs) spec.knobs[k.name] = draw_knob(rng, k);
   return spec;

@@ -109,6 +109,7 @@ void register_gpu_subjects(std::vector<Subject>& out) {
       if (d == gpu::DType::fp32) s.dtypes.push_back(Dtype::fp32);
     }
     s.limits.max_K = k.limits.max_K;
+    s.limits.min_K = k.limits.min_K;
     s.limits.max_V = k.limits.max_V;
     s.limits.max_T = k.limits.max_T;
     s.limits.head_dims = k.limits.head_dims;

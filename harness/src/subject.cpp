@@ -15,7 +15,7 @@ bool ShapeLimits::accepts(const Shape& s) const {
   auto dim_ok = [&](std::int64_t d) {
     return head_dims.empty() || std::find(head_dims.begin(), head_dims.end(), d) != head_dims.end();
   };
-  return within(s.B, max_B) && within(s.T, max_T) && within(s.H, max_H) && within(s.K, max_K) &&
+  return within(s.B, max_B) && within(s.T, max_T) && within(s.H, max_H) && within(s.K, max_K) && s.K >= min_K &&
          within(s.V, max_V) && dim_ok(s.K) && dim_ok(s.V);
 }
 

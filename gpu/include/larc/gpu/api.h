@@ -76,6 +76,7 @@ struct LaunchArgs {
 // The sizes a kernel takes; 0 means no limit of its own (the launcher still checks grid limits).
 struct KernelLimits {
   std::int64_t max_K = 0, max_V = 0, max_T = 0;
+  std::int64_t min_K = 0;                  // the smallest K it takes (0: any)
   std::vector<std::int64_t> head_dims;  // when not empty, the only K (and V) it takes
   bool varlen = false;                  // takes cu_seqlens
   bool initial_state = false;           // takes "initial_state"

@@ -29,9 +29,11 @@
 
 namespace larc::harness {
 
-// The largest sizes a subject takes (0: no limit) and, when not empty, the only K and V it takes.
+// The largest sizes a subject takes (0: no limit), the smallest K (0: any) and, when not empty, the
+// only K and V it takes.
 struct ShapeLimits {
   std::int64_t max_B = 0, max_T = 0, max_H = 0, max_K = 0, max_V = 0;
+  std::int64_t min_K = 0;
   std::vector<std::int64_t> head_dims;
   bool accepts(const Shape& s) const;
 };
