@@ -100,7 +100,7 @@ bench|full|perf)
   PYTHONPATH=/tmp/site timeout 200 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
   echo "peers: exit $?"
   python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
-    --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" | tail -30
+    --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" --bounds reports/h200/bounds.json | tail -30
   ;;&
 accuracy|full|perf)
   # Issue 8: "relative error <= FLA's on the same inputs". GDN fixtures in FLA's layout (B=1, T=4096,
