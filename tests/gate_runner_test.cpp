@@ -141,6 +141,30 @@ TEST(Runner, EscalatesTheOracleEstimateToFloat128AndFlagsWhatStaysUncertified) {
   EXPECT_NE(testing::PrintToString(u.errors).find("oracle's error estimate"), std::string::npos);
 }
 
+// A shape outside a subject's limits is not run for it; when that leaves nothing, the error says which
+// limits refused it (vla-chunked at K = 3: "takes 16 ≤ K ≤ 128").
+TEST(SubjectRegistry, AShapeBelowASubjectsSmallestKeyDimensionIsSkippedAndTheErrorSaysWhy) {
+  h::Subject at_least_16 = wrapping("at-least-16", reference_serial);
+  at_least_16.limits.min_K = 16;
+  at_least_16.limits.max_K = 128;
+  EXPECT_EQ(at_least_16.limits.describe(), "16 ≤ K ≤ 128");
+  EXPECT_EQ(h::ShapeLimits{}.describe(), "any shape");
+  h::register_subject(at_least_16);
+  h::GateOptions o;
+  o.subjects = {"at-least-16"};
+  o.dtypes = {Dtype::fp32};
+  o.shapes = {{1, 20, 1, 3, 3}};
+  try {
+    h::plan_gate(o);
+    ADD_FAILURE() << "a plan with nothing to run";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("at-least-16 takes 16 ≤ K ≤ 128, which no --shape meets"), std::string::npos)
+        << e.what();
+  }
+  o.shapes.push_back({1, 20, 1, 16, 3});
+  EXPECT_EQ(h::plan_gate(o).groups.size(), 1u);  // the K = 16 shape only
+}
+
 TEST(SubjectRegistry, AnOutOfTreeKernelRegistersWithOneCallAndIsGated) {
   h::register_subject(wrapping("out-of-tree-broken", [](const h::TensorMap& in, h::TensorMap& out) {
     reference_serial(in, out);

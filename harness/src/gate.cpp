@@ -105,8 +105,16 @@ GatePlan plan_gate(const GateOptions& o) {
     g.subjects = subjects_for(o, g.spec.mechanism, g.spec.dtype, g.spec.shape);
     if (!g.subjects.empty()) plan.groups.push_back(std::move(g));
   }
-  if (plan.groups.empty())
-    throw std::invalid_argument("nothing to run: no registered subject matches the selection (--subject, --mechanism, --dtype, --shape)");
+  if (plan.groups.empty()) {
+    std::string why;  // a subject named by --subject whose limits refuse every --shape
+    for (const std::string& name : o.subjects)
+      for (const Subject& s : subjects())
+        if (s.name == name && !o.shapes.empty() &&
+            std::none_of(o.shapes.begin(), o.shapes.end(), [&](const Shape& x) { return s.limits.accepts(x); }))
+          why += "; " + s.name + " takes " + s.limits.describe() + ", which no --shape meets";
+    throw std::invalid_argument(
+        "nothing to run: no registered subject matches the selection (--subject, --mechanism, --dtype, --shape)" + why);
+  }
   return plan;
 }
 

@@ -19,6 +19,30 @@ bool ShapeLimits::accepts(const Shape& s) const {
          within(s.V, max_V) && dim_ok(s.K) && dim_ok(s.V);
 }
 
+std::string ShapeLimits::describe() const {
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  auto at_most = [&](const char* name, std::int64_t max) {
+    if (max > 0) add(std::string(name) + " ≤ " + std::to_string(max));
+  };
+  at_most("B", max_B);
+  at_most("T", max_T);
+  at_most("H", max_H);
+  if (min_K > 1 && max_K > 0)
+    add(std::to_string(min_K) + " ≤ K ≤ " + std::to_string(max_K));
+  else if (min_K > 1)
+    add("K ≥ " + std::to_string(min_K));
+  else
+    at_most("K", max_K);
+  at_most("V", max_V);
+  if (!head_dims.empty()) {
+    std::string dims;
+    for (std::int64_t d : head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    add("K and V in {" + dims + "}");
+  }
+  return out.empty() ? "any shape" : out;
+}
+
 bool Subject::supports(Dtype d) const { return std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end(); }
 
 namespace {

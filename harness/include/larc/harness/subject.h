@@ -36,6 +36,7 @@ struct ShapeLimits {
   std::int64_t min_K = 0;
   std::vector<std::int64_t> head_dims;
   bool accepts(const Shape& s) const;
+  std::string describe() const;  // e.g. "16 ≤ K ≤ 128"; "any shape" without limits
 };
 
 using Launcher = std::function<void(const TensorMap& inputs, TensorMap& outputs)>;
