@@ -23,16 +23,20 @@ def peer(name, T, ms):
 
 
 class BenchReport(unittest.TestCase):
-    def run_report(self, rows, peers):
+    def run_report(self, rows, peers, bounds=None):
         with tempfile.TemporaryDirectory() as d:
             d = pathlib.Path(d)
+            extra = []
+            if bounds is not None:
+                (d / "bounds.json").write_text(json.dumps(bounds))
+                extra = ["--bounds", str(d / "bounds.json")]
             (d / "k.json").write_text(json.dumps({"benchmarks": rows}))
             (d / "p.json").write_text(json.dumps({"device": "H200", "torch": "t", "fla": "0.6", "rows": peers,
                                                   "copy_bandwidth_GBps": 4000.0, "bf16_matmul_TFLOPs": 800.0,
                                                   "vla_sequential_pytorch": {"T": 2048, "ms": 100.0}}))
             subprocess.run([sys.executable, str(HERE / "bench_report.py"), "--kernels", str(d / "k.json"), "--peers",
                             str(d / "p.json"), "--tree-hash", "abc", "--json", str(d / "b.json"), "--markdown",
-                            str(d / "b.md")], check=True, capture_output=True)
+                            str(d / "b.md")] + extra, check=True, capture_output=True)
             return json.loads((d / "b.json").read_text()), (d / "b.md").read_text()
 
     def test_peers_of_each_kernel_family(self):
@@ -74,6 +78,18 @@ class BenchReport(unittest.TestCase):
         self.assertIn("log-linear-chunked vs FLA chunk log-linear at T = 64k (≥ 3×): 3.50× — met", md)
         _, md = self.run_report(rows[:1], peers[:1])
         self.assertIn("worst 1.10× at T = 8192 — met", md)
+
+
+    def test_bounds_are_printed_for_the_targets_not_met_only(self):
+        rows = [bench_row("gdn-chunked", 32768, 2.0), bench_row("log-linear-chunked", 65536, 10.0)]
+        peers = [peer("fla-chunk-gdn", 32768, 1.0), peer("fla-chunk-log-linear", 65536, 35.0)]
+        bounds = {"gdn-chunked": "instruction issue (ncu)", "log-linear-chunked": "chunk_output"}
+        report, md = self.run_report(rows, peers, bounds)
+        self.assertEqual(report["bounds"], bounds)
+        self.assertIn("## What bounds the targets not met\n\n- **gdn-chunked**: instruction issue (ncu)", md)
+        self.assertNotIn("chunk_output", md)  # its target is met
+        _, md = self.run_report(rows, peers)
+        self.assertNotIn("What bounds", md)
 
 
 class AccuracyTable(unittest.TestCase):
