@@ -14,10 +14,19 @@ namespace {
 using namespace larc::gpu_test;
 using larc::harness::CaseSpec;
 
-std::string failures_of(const larc::harness::CaseResult& r) {
-  std::string all;
-  for (const std::string& e : r.errors) all += e + "\n";
-  return all;
+// g against the oracle on one case with the mechanism's default knobs: the gate's verdict must be pass.
+void expect_passes(const GpuSubject& g, Dtype dtype, const Shape& shape, std::uint64_t seed) {
+  CaseSpec spec;
+  spec.subject = g.kernel->name;
+  spec.mechanism = g.kernel->mechanism;
+  spec.dtype = dtype;
+  spec.shape = shape;
+  spec.seed = seed;
+  spec.knobs = g.mechanism->resolve_knobs({});
+  const auto result = larc::harness::run_case(spec);
+  std::string failures;
+  for (const std::string& e : result.errors) failures += e + "\n";
+  EXPECT_TRUE(result.pass) << spec.reproduce() << "\n" << failures;
 }
 
 TEST(GpuKernels, RegistryIsNotEmptyAndEveryKernelIsASubject) {
@@ -29,17 +38,7 @@ TEST(GpuKernels, RegistryIsNotEmptyAndEveryKernelIsASubject) {
 TEST(GpuKernels, PassTheOracleInEveryDtypeOnASmallShape) {
   LARC_SKIP_WITHOUT_DEVICE();
   for (const GpuSubject& g : gpu_subjects())
-    for (Dtype dtype : g.subject->dtypes) {
-      CaseSpec spec;
-      spec.subject = g.kernel->name;
-      spec.mechanism = g.kernel->mechanism;
-      spec.dtype = dtype;
-      spec.shape = shape_for(*g.kernel, 2, 65, 2, 32);
-      spec.seed = 7;
-      spec.knobs = g.mechanism->resolve_knobs({});
-      const auto result = larc::harness::run_case(spec);
-      EXPECT_TRUE(result.pass) << spec.reproduce() << "\n" << failures_of(result);
-    }
+    for (Dtype dtype : g.subject->dtypes) expect_passes(g, dtype, shape_for(*g.kernel, 2, 65, 2, 32), 7);
 }
 
 // Key dimensions far below the chunk length, across three chunks, for every kernel that takes them
@@ -49,16 +48,8 @@ TEST(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
   for (const GpuSubject& g : gpu_subjects())
     for (Dtype dtype : g.subject->dtypes)
       for (std::int64_t d : {1, 3, 5}) {
-        CaseSpec spec;
-        spec.subject = g.kernel->name;
-        spec.mechanism = g.kernel->mechanism;
-        spec.dtype = dtype;
-        spec.shape = {2, 150, 2, d, d};
-        if (!g.subject->limits.accepts(spec.shape)) continue;
-        spec.seed = static_cast<std::uint64_t>(100 + d);
-        spec.knobs = g.mechanism->resolve_knobs({});
-        const auto result = larc::harness::run_case(spec);
-        EXPECT_TRUE(result.pass) << spec.reproduce() << "\n" << failures_of(result);
+        const Shape shape{2, 150, 2, d, d};
+        if (g.subject->limits.accepts(shape)) expect_passes(g, dtype, shape, static_cast<std::uint64_t>(100 + d));
       }
 }
 
