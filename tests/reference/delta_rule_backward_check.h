@@ -10,10 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <tuple>
 
 #include "larc/proofs_check/exact.h"
 #include "larc/reference/delta_rule_backward.h"
@@ -176,8 +178,7 @@ dr::Gradients<S> input_gradients(const Case<S>& c, const dr::Cotangents<S>& cot,
   return g;
 }
 
-// One side of the duality as the list of its terms' sums: each pairing also returns Σ|terms|, the
-// magnitude a rounded residual is judged against.
+// One side of the duality: its value and Σ|terms|, the magnitude a rounded residual is judged against.
 template <class S>
 struct Pairing {
   S value = S(0);
@@ -210,6 +211,54 @@ Pairing<S> input_pairing(const dr::Gradients<S>& g, const InputTangent<S>& d) {
   r.add(g.dbeta, d.dbeta);
   r.add(g.d_initial_state, d.d_initial_state);
   return r;
+}
+
+// A cell of the duality grids: mechanism, T, initial state. d_k ≠ d_v both ways: d_k = 3, d_v = 2
+// with an initial state, d_k = 2, d_v = 3 without.
+using GridParam = std::tuple<Mechanism, Eigen::Index, bool>;
+
+inline Shape grid_shape(const GridParam& param) {
+  const auto& [mech, T, init] = param;
+  return init ? Shape{T, 3, 2, true} : Shape{T, 2, 3, false};
+}
+
+inline std::uint64_t grid_seed(const GridParam& param) {
+  const auto& [mech, T, init] = param;
+  return 1000 * static_cast<std::uint64_t>(T) + 10 * static_cast<std::uint64_t>(mech) + (init ? 1 : 0);
+}
+
+inline std::string grid_param_name(const ::testing::TestParamInfo<GridParam>& info) {
+  const auto& [mech, T, init] = info.param;
+  const Shape s = grid_shape(info.param);
+  return mechanism_name(mech) + "_T" + std::to_string(T) + (init ? "_S0" : "_zero") + "_dk" + std::to_string(s.dk) +
+         "_dv" + std::to_string(s.dv);
+}
+
+// The duality in a rounded scalar S over the cell's case (unit keys, so every transition is a
+// contraction: β ≤ 1, and KLA's β‖k‖² ≤ η ≤ 1), for each cotangent combination and checkpoint
+// C ∈ {1, 7, 64}: |lhs − rhs| ≤ c (T + d_k) u M, u the scalar's unit roundoff and M the sum of both
+// sides' |terms| (each term is computed to a relative error growing at most linearly in T + d_k).
+template <class S>
+void expect_duality_to_rounding(const GridParam& param, double constant) {
+  const Shape shape = grid_shape(param);
+  const std::uint64_t seed = grid_seed(param);
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  const Case<S> c = cast_case<S>(make_rational_case(std::get<0>(param), shape, seed, /*unit_keys=*/true));
+  const InputTangent<S> delta = cast_gradients<S>(make_rational_tangent(shape, seed + 1));
+  const larc::ref::SeqResult<S> jvp = output_tangents(c, delta);
+  const double u = larc::ref::to_double(larc::ref::unit_roundoff<S>());
+  for (const Seeds w : {Seeds::d_o, Seeds::d_final_state, Seeds::both}) {
+    const dr::Cotangents<S> cot = cast_cotangents<S>(make_rational_cotangents(shape, w, seed + 2));
+    const Pairing<S> lhs = cotangent_pairing(cot, jvp);
+    for (const Eigen::Index checkpoint : {1, 7, 64}) {
+      const Pairing<S> rhs = input_pairing(input_gradients(c, cot, checkpoint), delta);
+      const double residual = std::fabs(larc::ref::to_double(S(lhs.value - rhs.value)));
+      const double scaled = static_cast<double>(shape.T + shape.dk) * u * larc::ref::to_double(S(lhs.magnitude + rhs.magnitude));
+      EXPECT_LE(residual, constant * scaled) << larc::ref::ScalarTraits<S>::name << " " << mechanism_name(std::get<0>(param))
+                                             << " seed " << seed << " cotangents " << seeds_name(w) << " checkpoint "
+                                             << checkpoint << ": residual / ((T + d_k) u M) = " << residual / scaled;
+    }
+  }
 }
 
 }  // namespace larc::testing::backward_checks

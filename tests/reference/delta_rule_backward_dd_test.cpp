@@ -1,9 +1,7 @@
 // The delta-rule adjoint in rounded arithmetic (docs/gradients.md, "How the adjoint is checked"):
 //  - the duality ⟨do, ȯ⟩ + ⟨dht, Ṡ_T⟩ = Σ_x ⟨∇_x L, δx⟩ in dd_real (J·δ from serial over Dual<dd>), to
-//    c·(T + d_k)·u·M, M the sum of both sides' |terms|: every transition is a contraction in these
-//    cases (unit keys, β ≤ 1; KLA's β‖k‖² ≤ η ≤ 1), so each side is a sum of terms each computed to a
-//    relative error growing at most linearly in T + d_k. c = 1: the worst measured
-//    residual / ((T + d_k)·u·M) over this grid is 0.09;
+//    c·(T + d_k)·u·M (expect_duality_to_rounding in delta_rule_backward_check.h) with c = 1: the worst
+//    measured residual / ((T + d_k)·u·M) over this grid is 0.09;
 //  - central differences at 266-bit MPFR, (L(x + hδ) − L(x − hδ)) / 2h with h = 2⁻⁸⁰, against ⟨∇L, δ⟩
 //    from backward at the same precision, to 30 digits: the truncation error is h² ≈ 2⁻¹⁶⁰ times
 //    the third derivative along δ (large for KLA's β = η / (‖k‖² + ε) when a key is near 0, which
@@ -14,7 +12,6 @@
 
 #include <cmath>
 #include <limits>
-#include <tuple>
 
 #include "delta_rule_backward_check.h"
 
@@ -24,51 +21,16 @@ using namespace larc::testing::backward_checks;
 using larc::ref::dd;
 using larc::ref::mpfr80;
 
-constexpr double kDualityConstant = 1;
-
-using Param = std::tuple<Mechanism, Eigen::Index, bool>;  // mechanism, T, initial state
-
-Shape shape_of(Eigen::Index T, bool init) { return init ? Shape{T, 3, 2, true} : Shape{T, 2, 3, false}; }
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto& [mech, T, init] = info.param;
-  return mechanism_name(mech) + "_T" + std::to_string(T) + (init ? "_S0" : "_zero");
-}
-
-std::uint64_t seed_of(const Param& param) {
-  const auto& [mech, T, init] = param;
-  return 1000 * static_cast<std::uint64_t>(T) + 10 * static_cast<std::uint64_t>(mech) + (init ? 1 : 0);
-}
-
-class DeltaRuleBackwardDd : public ::testing::TestWithParam<Param> {};
+class DeltaRuleBackwardDd : public ::testing::TestWithParam<GridParam> {};
 
 TEST_P(DeltaRuleBackwardDd, AdjointIsTheTransposeOfTheDualJacobianToRounding) {
-  const auto& [mech, T, init] = GetParam();
-  const Shape shape = shape_of(T, init);
-  const std::uint64_t seed = seed_of(GetParam());
-  RecordProperty("seed", std::to_string(seed));
-  const Case<dd> c = cast_case<dd>(make_rational_case(mech, shape, seed, /*unit_keys=*/true));
-  const InputTangent<dd> delta = cast_gradients<dd>(make_rational_tangent(shape, seed + 1));
-  const larc::ref::SeqResult<dd> jvp = output_tangents(c, delta);
-  const double u = larc::ref::to_double(larc::ref::unit_roundoff<dd>());
-  for (const Seeds w : {Seeds::d_o, Seeds::d_final_state, Seeds::both}) {
-    const dr::Cotangents<dd> cot = cast_cotangents<dd>(make_rational_cotangents(shape, w, seed + 2));
-    const Pairing<dd> lhs = cotangent_pairing(cot, jvp);
-    for (const Eigen::Index checkpoint : {1, 7, 64}) {
-      const Pairing<dd> rhs = input_pairing(input_gradients(c, cot, checkpoint), delta);
-      const double residual = std::fabs(larc::ref::to_double(dd(lhs.value - rhs.value)));
-      const double bound = kDualityConstant * static_cast<double>(T + shape.dk) * u *
-                           larc::ref::to_double(dd(lhs.magnitude + rhs.magnitude));
-      EXPECT_LE(residual, bound) << mechanism_name(mech) << " seed " << seed << " cotangents " << seeds_name(w)
-                                 << " checkpoint " << checkpoint << ": ratio " << residual / bound * kDualityConstant;
-    }
-  }
+  expect_duality_to_rounding<dd>(GetParam(), /*constant=*/1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, DeltaRuleBackwardDd,
                          ::testing::Combine(::testing::Values(Mechanism::deltanet, Mechanism::gdn, Mechanism::kla),
                                             ::testing::Values<Eigen::Index>(1, 5, 64, 130), ::testing::Bool()),
-                         param_name);
+                         grid_param_name);
 
 // The case moved to x + h δ (KLA's β recomputed from the moved η and k).
 template <class S>
@@ -99,9 +61,9 @@ const mpfr80 kStep = ldexp(mpfr80(1), -80);
 const mpfr80 kDigits30 = mpfr80("1e-30");
 
 TEST_P(DeltaRuleBackwardDd, AdjointAgreesWithMpfrCentralDifferences) {
-  const auto& [mech, T, init] = GetParam();
-  const Shape shape = shape_of(T, init);
-  const std::uint64_t seed = seed_of(GetParam());
+  const Mechanism mech = std::get<0>(GetParam());
+  const Shape shape = grid_shape(GetParam());
+  const std::uint64_t seed = grid_seed(GetParam());
   const Case<mpfr80> c = cast_case<mpfr80>(make_rational_case(mech, shape, seed, /*unit_keys=*/true));
   const InputTangent<mpfr80> delta = cast_gradients<mpfr80>(make_rational_tangent(shape, seed + 1));
   const dr::Cotangents<mpfr80> cot = cast_cotangents<mpfr80>(make_rational_cotangents(shape, Seeds::both, seed + 2));

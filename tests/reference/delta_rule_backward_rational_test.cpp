@@ -7,31 +7,18 @@
 // serial over Dual<rational> and Jᵀ·(do, dht) from backward (delta_rule_backward_check.h).
 #include <gtest/gtest.h>
 
-#include <tuple>
-
 #include "delta_rule_backward_check.h"
 
 namespace {
 
 using namespace larc::testing::backward_checks;
 
-using Param = std::tuple<Mechanism, Eigen::Index, bool>;  // mechanism, T, initial state
-
-Shape shape_of(Eigen::Index T, bool init) { return init ? Shape{T, 3, 2, true} : Shape{T, 2, 3, false}; }
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto& [mech, T, init] = info.param;
-  const Shape s = shape_of(T, init);
-  return mechanism_name(mech) + "_T" + std::to_string(T) + (init ? "_S0" : "_zero") + "_dk" + std::to_string(s.dk) +
-         "_dv" + std::to_string(s.dv);
-}
-
-class DeltaRuleBackwardRational : public ::testing::TestWithParam<Param> {};
+class DeltaRuleBackwardRational : public ::testing::TestWithParam<GridParam> {};
 
 TEST_P(DeltaRuleBackwardRational, AdjointIsTheTransposeOfTheDualJacobian) {
-  const auto& [mech, T, init] = GetParam();
-  const Shape shape = shape_of(T, init);
-  const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(T) + 10 * static_cast<std::uint64_t>(mech) + (init ? 1 : 0);
+  const Mechanism mech = std::get<0>(GetParam());
+  const Shape shape = grid_shape(GetParam());
+  const std::uint64_t seed = grid_seed(GetParam());
   RecordProperty("seed", std::to_string(seed));
   const Case<rational> c = make_rational_case(mech, shape, seed);
   const InputTangent<rational> delta = make_rational_tangent(shape, seed + 1);
@@ -50,6 +37,6 @@ TEST_P(DeltaRuleBackwardRational, AdjointIsTheTransposeOfTheDualJacobian) {
 INSTANTIATE_TEST_SUITE_P(Grid, DeltaRuleBackwardRational,
                          ::testing::Combine(::testing::Values(Mechanism::deltanet, Mechanism::gdn, Mechanism::kla),
                                             ::testing::Values<Eigen::Index>(1, 2, 5, 64, 65, 130), ::testing::Bool()),
-                         param_name);
+                         grid_param_name);
 
 }  // namespace
