@@ -22,7 +22,8 @@ namespace ccq = ref::ccq;
 constexpr std::uint64_t kReadGateStream = 0xcc0;  // mix_seed stream of λ's weights
 
 // The conditioned queries q̃ [B,T,H,K] of every head (uniform covariance, empty initial statistics)
-// and the final key statistics C_T [B,H,K,K], m_T [B,H,K].
+// and the final key statistics C_T [B,H,K,K], m_T [B,H,K]; `operands` rounds the chunkwise
+// conditioner's product operands (ccq.h conditioned_queries_chunked).
 template <class S>
 struct ConditionedQueries {
   ref::Tensor<S> q_tilde, key_gram, key_sum;
@@ -30,7 +31,7 @@ struct ConditionedQueries {
 
 template <class S>
 ConditionedQueries<S> conditioned_queries(const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& lambda,
-                                          ref::Form form, std::int64_t chunk) {
+                                          ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
   ConditionedQueries<S> r{ref::Tensor<S>(q.shape), ref::Tensor<S>({B, H, K, K}), ref::Tensor<S>({B, H, K})};
   for (std::int64_t b = 0; b < B; ++b) {
@@ -39,7 +40,8 @@ ConditionedQueries<S> conditioned_queries(const ref::Tensor<S>& q, const ref::Te
       const ref::Vec<S> lh = ref::head_gate(lambda, b, h), uniform = ref::Vec<S>::Ones(T);
       const ccq::Conditioned<S> c =
           form == ref::Form::chunked
-              ? ccq::conditioned_queries_chunked<S>(qh, kh, lh, uniform, ccq::empty_stats<S>(K), chunk)
+              ? ccq::conditioned_queries_chunked<S>(qh, kh, lh, uniform, ccq::empty_stats<S>(K), chunk,
+                                                    ref::MatmulOperands<S>(operands))
               : ccq::conditioned_queries_recurrent<S>(qh, kh, lh, uniform, ccq::empty_stats<S>(K));
       ref::set_head_rows(r.q_tilde, b, h, c.q);
       ref::set_head_state(r.key_gram, b, h, c.final_stats.c);
@@ -70,7 +72,8 @@ const Mechanism& registered(const std::vector<Mechanism>& out, const std::string
   throw std::logic_error("ccq: the backbone mechanism '" + name + "' must be registered before the CCQ mechanisms");
 }
 
-// CCQ over `backbone`; run_backbone(inputs, q̃, form, chunk) is the backbone's batched wrapper with q̃.
+// CCQ over `backbone`; run_backbone(inputs, q̃, form, chunk, operands) is the backbone's batched wrapper
+// with q̃.
 template <class RunBackbone>
 Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBackbone run_backbone) {
   Mechanism m;
@@ -98,16 +101,22 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
     in["lambda"] = read_gates(rng, in.at("q"), kn.at("lambda_gain"), kn.at("lambda_bias"));
     return in;
   };
-  m.compute = [run_backbone](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() {
-      const ConditionedQueries<S> c = conditioned_queries<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                             cast_tensor<S>(in.at("lambda")), form, chunk);
-      const auto r = run_backbone(in, c.q_tilde, form, chunk);
-      return ValueMap{{"o", to_double_tensor(r.o)},
-                      {"final_state", to_double_tensor(r.final_state)},
-                      {"final_key_gram", to_double_tensor(c.key_gram)},
-                      {"final_key_sum", to_double_tensor(c.key_sum)}};
-    });
+  // The outputs in scalar S, in `form`, with the chunked form's operands (the conditioner's and the
+  // backbone's) rounded to `operands` (compute and compute_io differ only in these).
+  auto outputs = [run_backbone]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    const ConditionedQueries<S> c = conditioned_queries<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                           cast_tensor<S>(in.at("lambda")), form, chunk, operands);
+    const auto r = run_backbone(in, c.q_tilde, form, chunk, operands);
+    return ValueMap{{"o", to_double_tensor(r.o)},
+                    {"final_state", to_double_tensor(r.final_state)},
+                    {"final_key_gram", to_double_tensor(c.key_gram)},
+                    {"final_key_sum", to_double_tensor(c.key_sum)}};
+  };
+  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
+  };
+  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
   };
   return m;
 }
@@ -115,15 +124,17 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
 
 void register_ccq_mechanisms(std::vector<Mechanism>& out) {
   Mechanism on_gla = ccq_on(registered(out, "gla"), {ref::Form::serial, ref::Form::chunked},
-                            []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk) {
+                            []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk,
+                                        ref::OperandFormat operands) {
                               return ref::gla::gla_batched<S>(q_tilde, cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
-                                                              cast_tensor<S>(in.at("gk")), {}, {}, form, chunk);
+                                                              cast_tensor<S>(in.at("gk")), {}, {}, form, chunk, operands);
                             });
   Mechanism on_gdn = ccq_on(registered(out, "gdn"), {ref::Form::serial, ref::Form::chunked, ref::Form::streamed},
-                            []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk) {
+                            []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk,
+                                        ref::OperandFormat operands) {
                               return ref::delta_rule::gdn_batched<S>(q_tilde, cast_tensor<S>(in.at("k")),
                                                                      cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                                                     cast_tensor<S>(in.at("beta")), {}, {}, form, chunk);
+                                                                     cast_tensor<S>(in.at("beta")), {}, {}, form, chunk, operands);
                             });
   out.push_back(std::move(on_gla));
   out.push_back(std::move(on_gdn));

@@ -29,12 +29,18 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
     in["gk"] = uniform_tensor(rng, {s.B, s.T, s.H, s.K}, -kn.at("decay_max"), 0.0);
     return in;
   };
-  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() {
-      const auto r = ref::gla::gla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                              cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("gk")), {}, {}, form, chunk);
-      return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
-    });
+  // The outputs of gla_batched in scalar S, in `form`, with the chunked form's operands rounded to
+  // `operands` (compute and compute_io differ only in these).
+  auto outputs = []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    const auto r = ref::gla::gla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
+                                            cast_tensor<S>(in.at("gk")), {}, {}, form, chunk, operands);
+    return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
+  };
+  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
+  };
+  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
   };
   out.push_back(std::move(m));
 }

@@ -24,17 +24,17 @@ enum class Variant { second_order, second_order_normalized, ahla };
 constexpr double kNormalizedEps = 1e-6;
 
 // AHLA on every head of FLA-layout tensors (hla_batched's counterpart; reference/hla.h batches only
-// the second order).
+// the second order); `operands` rounds the chunked form's product operands (hla_ahla.h ahla_chunked).
 template <class S>
 ref::Tensor<S> ahla_batched(const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, ref::Form form,
-                            std::int64_t chunk) {
+                            std::int64_t chunk, ref::OperandFormat operands) {
   const auto [B, T, H, K, V] = ref::batched_dims<S>(q, k, v, nullptr);
   ref::Tensor<S> o(std::vector<std::int64_t>{B, T, H, V});
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h) {
       const hla::Problem<S> p{ref::head_rows(q, b, h), ref::head_rows(k, b, h), ref::head_rows(v, b, h), {}};
       const hla::Result<S> r = form == ref::Form::materialized ? hla::ahla_materialized(p)
-                               : form == ref::Form::chunked    ? hla::ahla_chunked(p, chunk)
+                               : form == ref::Form::chunked    ? hla::ahla_chunked(p, chunk, ref::MatmulOperands<S>(operands))
                                                                : hla::ahla_serial(p);
       ref::set_head_rows(o, b, h, r.o);
     }
@@ -87,15 +87,22 @@ Mechanism hla_mechanism(Variant variant) {
     }
     return in;
   };
-  m.compute = [variant, normalized](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() {
-      const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
-      if (variant == Variant::ahla) return ValueMap{{"o", to_double_tensor(ahla_batched<S>(q, k, v, form, chunk))}};
-      hla::Options<S> opt;
-      opt.normalized = normalized;
-      if (normalized) opt.eps = ref::from_double<S>(kNormalizedEps);
-      return ValueMap{{"o", to_double_tensor(hla::hla_batched<S>(q, k, v, opt, form, chunk))}};
-    });
+  // The output in scalar S, in `form`, with the chunked form's operands rounded to `operands`
+  // (compute and compute_io differ only in these).
+  auto outputs = [variant, normalized]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk,
+                                                ref::OperandFormat operands) {
+    const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
+    if (variant == Variant::ahla) return ValueMap{{"o", to_double_tensor(ahla_batched<S>(q, k, v, form, chunk, operands))}};
+    hla::Options<S> opt;
+    opt.normalized = normalized;
+    if (normalized) opt.eps = ref::from_double<S>(kNormalizedEps);
+    return ValueMap{{"o", to_double_tensor(hla::hla_batched<S>(q, k, v, opt, form, chunk, operands))}};
+  };
+  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
+  };
+  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
   };
   return m;
 }

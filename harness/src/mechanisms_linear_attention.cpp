@@ -35,22 +35,28 @@ Mechanism linear_attention(bool ratio) {
     in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
     return in;
   };
-  m.compute = [ratio](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() {
-      la::Options<S> opt;
-      opt.ratio = ratio;
-      if (ratio) {
-        opt.feature = la::FeatureMap::elu_plus_one;
-        opt.eps = ref::from_double<S>(kRatioEps);
-      } else {
-        opt.scale = S(1) / ref::sqrt_of(ref::from_double<S>(static_cast<double>(in.at("q").dim(3))));
-      }
-      const la::BatchedResult<S> r = la::la_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                       cast_tensor<S>(in.at("v")), opt, {}, {}, form, chunk);
-      ValueMap out{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
-      if (ratio) out["final_normalizer"] = to_double_tensor(r.final_normalizer);
-      return out;
-    });
+  // The outputs of la_batched in scalar S, in `form`, with the chunked form's operands rounded to
+  // `operands` (compute and compute_io differ only in these).
+  auto outputs = [ratio]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    la::Options<S> opt;
+    opt.ratio = ratio;
+    if (ratio) {
+      opt.feature = la::FeatureMap::elu_plus_one;
+      opt.eps = ref::from_double<S>(kRatioEps);
+    } else {
+      opt.scale = S(1) / ref::sqrt_of(ref::from_double<S>(static_cast<double>(in.at("q").dim(3))));
+    }
+    const la::BatchedResult<S> r = la::la_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                     cast_tensor<S>(in.at("v")), opt, {}, {}, form, chunk, operands);
+    ValueMap out{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
+    if (ratio) out["final_normalizer"] = to_double_tensor(r.final_normalizer);
+    return out;
+  };
+  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
+  };
+  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
   };
   return m;
 }

@@ -58,15 +58,21 @@ Mechanism log_linear(ll::Variant variant) {
                                   std::max(kn.at("beta_lo"), kn.at("beta_hi")));
     return in;
   };
-  m.compute = [gdn](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() {
-      std::optional<ref::Tensor<S>> beta;
-      if (gdn) beta = cast_tensor<S>(in.at("beta"));
-      return ValueMap{{"o", to_double_tensor(ll::log_linear_batched<S>(
-                                cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
-                                cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("level_scales")), beta, S(1), form,
-                                chunk > 0 ? chunk : 64))}};
-    });
+  // The outputs of log_linear_batched in scalar S, in `form`, with the chunked form's operands rounded
+  // to `operands` (compute and compute_io differ only in these).
+  auto outputs = [gdn]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    std::optional<ref::Tensor<S>> beta;
+    if (gdn) beta = cast_tensor<S>(in.at("beta"));
+    return ValueMap{{"o", to_double_tensor(ll::log_linear_batched<S>(
+                              cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
+                              cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("level_scales")), beta, S(1), form,
+                              chunk > 0 ? chunk : 64, operands))}};
+  };
+  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
+  };
+  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
   };
   return m;
 }

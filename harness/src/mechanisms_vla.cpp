@@ -1,8 +1,9 @@
 // Variational linear attention (reference/vla.h, SPEC §1) as a gate mechanism with the paper's
 // defaults: φ = ELU + 1, ratio read, λ0 = 1, stab_eps = 1e-4, no nudge, penalty directions
 // u_t = norm(k_t)/√K (the authors'); q, k [B,T,H,K], v [B,T,H,V]; outputs o [B,T,H,V] and the final
-// memory Sᵀ [B,H,K,V] in float32. Forms: serial and streamed (the scan is checked by the claims).
-#include "larc/reference/vla.h"
+// memory Sᵀ [B,H,K,V] in float32. Forms: serial, streamed and chunked (vla_chunked.h; the scan is checked
+// by the claims).
+#include "larc/reference/vla_chunked.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
@@ -17,7 +18,7 @@ void register_vla_mechanisms(std::vector<Mechanism>& out) {
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖"}};
   m.parameters = {{"lambda0", 1}, {"stab_eps", 1e-4}, {"feature_map", "elu+1"}, {"read", "ratio"},
                   {"penalty_directions", "norm(k)/sqrt(K)"}};
-  m.forms = {ref::Form::serial, ref::Form::streamed};
+  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     CaseRng rng(seed);
     ValueMap in;
@@ -26,13 +27,20 @@ void register_vla_mechanisms(std::vector<Mechanism>& out) {
     in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
     return in;
   };
-  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t) {
-    return at_precision(p, [&]<class S>() {
-      const auto verb = form == ref::Form::streamed ? ref::vla::Verb::streamed : ref::vla::Verb::serial;
-      const auto r = ref::vla::vla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                              cast_tensor<S>(in.at("v")), {}, {}, {}, verb);
-      return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
-    });
+  // The outputs in scalar S, in `form`, with the chunked form's operands rounded to `operands`
+  // (compute and compute_io differ only in these).
+  auto outputs = []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
+    const auto verb = form == ref::Form::streamed ? ref::vla::Verb::streamed : ref::vla::Verb::serial;
+    const auto r = form == ref::Form::chunked ? ref::vla::vla_chunked_batched<S>(q, k, v, chunk, {}, {}, {}, operands)
+                                              : ref::vla::vla_batched<S>(q, k, v, {}, {}, {}, verb);
+    return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
+  };
+  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
+  };
+  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
   };
   out.push_back(std::move(m));
 }

@@ -20,6 +20,7 @@
 
 #include "larc/reference/delta_rule.h"
 #include "larc/reference/gla.h"
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/types.h"
 
 namespace larc::ref::ccq {
@@ -154,9 +155,14 @@ Conditioned<S> conditioned_queries_recurrent(const Mat<S>& q, const Mat<S>& k, c
 // The same chunkwise: within a chunk (local i, j ≤ i), Γ_ij = Π_{r=j+1..i} γ_r and g_i = Π_{r≤i} γ_r,
 //   C_i q_i = g_i C_c q_i + Σ_{j≤i} Γ_ij (q_i^T k_j) k_j,  m_i = g_i m_c + Σ_{j≤i} Γ_ij k_j,  n_i = g_i n_c + Σ_{j≤i} Γ_ij,
 // i.e. CQ = Diag(g) Q C_c + ((Q K^T) ⊙ Γ ⊙ L) K, M = g m_c^T + (Γ ⊙ L) K; then the chunk's end statistics.
+// Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
+// grade's conditioner, whose rounded operands are Q and C_c (of Q C_c), Q and K (of Q K^T), (Q K^T) ⊙ Γ
+// and K, Γ and K (of M; the weights n are the same product with 1 in place of K, so they read the same
+// rounded Γ), and K^T Diag(Γ_last,·) and K (the next C). The per-token Σ_t q_t (its dot products and
+// divisions), the rank-one g m_c^T and the carried statistics stay in S (docs/gate.md "Precision grades").
 template <class S>
 Conditioned<S> conditioned_queries_chunked(const Mat<S>& q, const Mat<S>& k, const Vec<S>& lambda, const Vec<S>& gamma,
-                                           KeyStats<S> st, Eigen::Index chunk) {
+                                           KeyStats<S> st, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   if (chunk < 1) throw std::invalid_argument("ccq::chunked: chunk size must be >= 1");
   const Eigen::Index T = q.rows(), dk = q.cols();
   Mat<S> out(T, dk);
@@ -170,16 +176,17 @@ Conditioned<S> conditioned_queries_chunked(const Mat<S>& q, const Mat<S>& k, con
       g(i) = (i == 0 ? S(1) : g(i - 1)) * gamma(c0 + i);
     }
     const Mat<S> Q = q.middleRows(c0, n), K = k.middleRows(c0, n);
-    const Mat<S> cq = g.asDiagonal() * (Q * st.c.transpose()) + Mat<S>((Q * K.transpose()).cwiseProduct(decay_ij)) * K;
-    const Mat<S> M = g * st.m.transpose() + decay_ij * K;
-    const Vec<S> weight = g * st.n + decay_ij * Vec<S>::Ones(n);
+    const Mat<S> cq = g.asDiagonal() * ops.product(Q, st.c.transpose()) +
+                      ops.product(ops.product(Q, K.transpose()).cwiseProduct(decay_ij), K);
+    const Mat<S> M = g * st.m.transpose() + ops.product(decay_ij, K);
+    const Vec<S> weight = g * st.n + ops.operand(decay_ij) * Vec<S>::Ones(n);
     for (Eigen::Index i = 0; i < n; ++i) {
       const Vec<S> qi = Q.row(i).transpose();
       const Vec<S> sq = sigma_times_given_cq<S>(cq.row(i).transpose(), M.row(i).transpose(), weight(i), qi);
       out.row(c0 + i) = (qi - lambda(c0 + i) * sq).transpose();
     }
     const Vec<S> to_end = decay_ij.row(n - 1).transpose();
-    st.c = (g(n - 1) * st.c + K.transpose() * to_end.asDiagonal() * K).eval();
+    st.c = (g(n - 1) * st.c + ops.product(K.transpose() * to_end.asDiagonal(), K)).eval();
     st.m = M.row(n - 1).transpose();
     st.n = weight(n - 1);
   }
@@ -188,12 +195,13 @@ Conditioned<S> conditioned_queries_chunked(const Mat<S>& q, const Mat<S>& k, con
 
 namespace detail {
 template <class S, class B, class Conditioner>
-Result<S> read_with(const Problem<S, B>& p, Form form, Eigen::Index chunk, Conditioner&& conditioner) {
+Result<S> read_with(const Problem<S, B>& p, Form form, Eigen::Index chunk, Conditioner&& conditioner,
+                    const MatmulOperands<S>& ops = {}) {
   validate(p);
   Conditioned<S> cq = conditioner(p.backbone.q, p.backbone.k, lambdas(p), covariance_decays(p), p.start_stats());
   B bb = p.backbone;
   bb.q = std::move(cq.q);
-  SeqResult<S> r = run(bb, form, chunk);  // the backbone's own form (found by argument-dependent lookup)
+  SeqResult<S> r = run(bb, form, chunk, ops);  // the backbone's own form (found by argument-dependent lookup)
   return {std::move(r.o), std::move(r.final_state), std::move(cq.final_stats)};
 }
 }  // namespace detail
@@ -203,10 +211,12 @@ Result<S> serial(const Problem<S, B>& p) {
   return detail::read_with(p, Form::serial, 1, [](auto&&... a) { return conditioned_queries_recurrent<S>(a...); });
 }
 
+// The conditioner and the backbone's chunked form with the same `ops` (the io grade's baseline when
+// it rounds: conditioned_queries_chunked's operands, then the backbone's, q̃ among them).
 template <class S, class B>
-Result<S> chunked(const Problem<S, B>& p, Eigen::Index chunk) {
-  return detail::read_with(p, Form::chunked, chunk,
-                           [chunk](auto&&... a) { return conditioned_queries_chunked<S>(a..., chunk); });
+Result<S> chunked(const Problem<S, B>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
+  return detail::read_with(
+      p, Form::chunked, chunk, [chunk, &ops](auto&&... a) { return conditioned_queries_chunked<S>(a..., chunk, ops); }, ops);
 }
 
 // Streaming: the statistics advance with the key, then the backbone's step reads with q̃.

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "larc/reference/delta_rule.h"
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
 
@@ -101,8 +102,13 @@ SeqResult<S> materialized(const Problem<S>& p) {
 // Γ_ij = Π_{r=j+1..i} a_r (j ≤ i):
 //   o_i = scale [ (q_i ⊙ b_i)^T S_c + Σ_{j≤i} (q_i ⊙ Γ_ij)^T k_j v_j^T ],
 //   S_{c+1} = Diag(b_last) S_c + Σ_j (Γ_last,j ⊙ k_j) v_j^T.
+// Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
+// grade's baseline, whose rounded operands are Q ⊙ b and S_c (the inter-chunk read), the intra-chunk
+// scores P_ij = (q_i ⊙ Γ_ij)^T k_j and V (P V), and Diag(Γ_last,·) K and V (the state update). P is
+// no matrix product (each pair has its own decay vector): it is formed in S like the decays, and the
+// carried state stays in S (docs/gate.md "Precision grades").
 template <class S>
-SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
+SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p);
   if (chunk < 1) throw std::invalid_argument("gla::chunked: chunk size must be >= 1");
   Mat<S> state = p.start_state();
@@ -123,33 +129,37 @@ SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
       for (Eigen::Index j = 0; j <= i; ++j)
         att(i, j) = p.q.row(c0 + i).cwiseProduct(gamma.row(n * i + j)).dot(p.k.row(c0 + j));
     const Mat<S> V = p.v.middleRows(c0, n);
-    o.middleRows(c0, n) = p.scale * (Mat<S>(p.q.middleRows(c0, n).cwiseProduct(b)) * state + att * V);
+    o.middleRows(c0, n) =
+        p.scale * (ops.product(p.q.middleRows(c0, n).cwiseProduct(b), state) + ops.product(att, V));
     Mat<S> k_to_end(n, p.dk());
     for (Eigen::Index j = 0; j < n; ++j) k_to_end.row(j) = p.k.row(c0 + j).cwiseProduct(gamma.row(n * (n - 1) + j));
-    state = (b.row(n - 1).transpose().asDiagonal() * state + k_to_end.transpose() * V).eval();
+    state = (b.row(n - 1).transpose().asDiagonal() * state + ops.product(k_to_end.transpose(), V)).eval();
   }
   return {std::move(o), std::move(state)};
 }
 
 // serial is State::step over the sequence, so Form::streamed and Form::serial coincide (as for LA).
+// chunk and ops are used by Form::chunked only.
 template <class S>
-SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
+SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   switch (form) {
     case Form::serial:
     case Form::streamed: return serial(p);
     case Form::materialized: return materialized(p);
-    case Form::chunked: return chunked(p, chunk);
+    case Form::chunked: return chunked(p, chunk, ops);
   }
   throw std::invalid_argument("gla::run: unknown form");
 }
 
 // FLA's conventions: q, k [B, T, H, d_k], v [B, T, H, d_v], gk [B, T, H, d_k] log-decays (≤ 0);
-// scale defaults to d_k^{-1/2}; optional initial state and the final state [B, H, d_k, d_v].
+// scale defaults to d_k^{-1/2}; optional initial state and the final state [B, H, d_k, d_v]; `operands`
+// rounds the chunked form's product operands (the io grade's baseline, see chunked).
 template <class S>
 delta_rule::BatchedResult<S> gla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& gk,
                                          std::optional<std::type_identity_t<S>> scale = {},
                                          const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
-                                         Form form = Form::serial, Eigen::Index chunk = 64) {
+                                         Form form = Form::serial, Eigen::Index chunk = 64,
+                                         OperandFormat operands = OperandFormat::none) {
   const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
   require_shape(gk, "gk", {B, T, H, K});
   delta_rule::BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
@@ -159,7 +169,7 @@ delta_rule::BatchedResult<S> gla_batched(const Tensor<S>& q, const Tensor<S>& k,
                    Mat<S>(head_rows(gk, b, h).unaryExpr([](const S& g) { return exp_of(g); })),
                    scale ? *scale : delta_rule::default_scale<S>(K), {}};
       if (initial_state) p.initial_state = head_state(*initial_state, b, h);
-      const SeqResult<S> res = run(p, form, chunk);
+      const SeqResult<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_state);
     }

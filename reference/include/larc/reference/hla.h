@@ -9,29 +9,31 @@
 #include "larc/reference/hla_ahla.h"
 #include "larc/reference/hla_second.h"
 #include "larc/reference/hla_third.h"
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 
 namespace larc::ref::hla {
 
 // Second-order masked HLA (the derived decay, which is the printed one at γ = 1) in the given form:
 // serial/streamed = State::step over the sequence, materialized = ((A_γ Aᵀ) ⊙ Γ) V, chunked = the
-// derived chunk form (any C ≥ 1).
+// derived chunk form (any C ≥ 1); chunk and ops are used by Form::chunked only.
 template <class S>
-Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
+Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   switch (form) {
     case Form::serial:
     case Form::streamed: return second_serial(p, SecondOrder::masked);
     case Form::materialized: return second_materialized(p, SecondOrder::masked);
-    case Form::chunked: return second_chunked(p, chunk);
+    case Form::chunked: return second_chunked(p, chunk, ops);
   }
   throw std::invalid_argument("hla::run: unknown form");
 }
 
 // q, k [B, T, H, d], v [B, T, H, d_v] row-major (FLA's layout); returns o [B, T, H, d_v].
 // Options: normalized / eps / gamma as in Problem (no read scale: SPEC §5 has none; scale q first).
+// `operands` rounds the chunked form's product operands (the io grade's baseline, see second_chunked).
 template <class S>
 Tensor<S> hla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Options<S>& opt = {},
-                      Form form = Form::serial, Eigen::Index chunk = 64) {
+                      Form form = Form::serial, Eigen::Index chunk = 64, OperandFormat operands = OperandFormat::none) {
   const auto [B, T, H, K, V] = batched_dims<S>(q, k, v, nullptr);
   if (!(opt.gamma > S(0) && opt.gamma <= S(1))) throw std::invalid_argument("gamma: expected a decay in (0, 1]");
   if (!(opt.eps >= S(0))) throw std::invalid_argument("eps: expected eps >= 0");
@@ -39,7 +41,7 @@ Tensor<S> hla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v
   Tensor<S> o(std::vector<std::int64_t>{B, T, H, V});
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
-      set_head_rows(o, b, h, run(Problem<S>{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), opt}, form, chunk).o);
+      set_head_rows(o, b, h, run(Problem<S>{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), opt}, form, chunk, MatmulOperands<S>(operands)).o);
   return o;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "larc/reference/hla_common.h"
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/scan.h"
 
 namespace larc::ref::hla {
@@ -49,11 +50,11 @@ Result<S> ahla_serial(const Problem<S>& p) {
   return stream(p, AhlaState<S>(p.opt, p.dk(), p.dv()));
 }
 
-// ((A_γ A_γ) ⊙ L) W for one block of tokens.
+// ((A_γ A_γ) ⊙ L) W for one block of tokens (products through `ops`).
 template <class S>
-Mat<S> ahla_product(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma) {
-  const Mat<S> a_gamma = decay_matrix(q.rows(), gamma).cwiseProduct(q * k.transpose());
-  return Mat<S>((a_gamma * a_gamma).template triangularView<Eigen::Lower>()) * w;
+Mat<S> ahla_product(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma, const MatmulOperands<S>& ops = {}) {
+  const Mat<S> a_gamma = decay_matrix(q.rows(), gamma).cwiseProduct(ops.product(q, k.transpose()));
+  return ops.product(ops.product(a_gamma, a_gamma).template triangularView<Eigen::Lower>(), w);
 }
 
 template <class S>
@@ -82,14 +83,16 @@ AhlaSummary<S> ahla_token(const Vec<S>& q, const Vec<S>& k, const Vec<S>& w, con
   return {k * q.transpose(), kw, S(q.dot(k)) * kw, gamma};
 }
 
-// a ⊕ b, a the earlier segment (SPEC §5 and the header comment).
+// a ⊕ b, a the earlier segment (SPEC §5 and the header comment); the cross term's product goes
+// through `ops`.
 template <class S>
-AhlaSummary<S> ahla_combine(const AhlaSummary<S>& a, const AhlaSummary<S>& b, ScanOperator op) {
-  if (op == ScanOperator::plain) return {a.r + b.r, a.p + b.p, a.e + b.e + b.r * a.p, S(1)};
+AhlaSummary<S> ahla_combine(const AhlaSummary<S>& a, const AhlaSummary<S>& b, ScanOperator op,
+                            const MatmulOperands<S>& ops = {}) {
+  if (op == ScanOperator::plain) return {a.r + b.r, a.p + b.p, a.e + b.e + ops.product(b.r, a.p), S(1)};
   const S& rho = b.rho;
   const Mat<S> aged_p = rho * a.p;
   const Mat<S> r = op == ScanOperator::decayed_as_printed ? Mat<S>(rho * a.r + b.r) : Mat<S>(a.r + b.r);
-  return {r, aged_p + b.p, rho * a.e + b.e + b.r * aged_p, a.rho * b.rho};
+  return {r, aged_p + b.p, rho * a.e + b.e + ops.product(b.r, aged_p), a.rho * b.rho};
 }
 
 // Inclusive states by the exclusive Blelloch scan, read as o_t = qᵀE; `combine(a, b)` is the operator.
@@ -115,15 +118,17 @@ Result<S> ahla_scan(const Problem<S>& p, ScanOperator op) {
 // ---- chunk forms (Fig. 2(C), HLA-C10) ----------------------------------------------------------------
 
 // Closed-form summary of a block (derived operator's state): R = Kᵀ Q (undecayed), P = Kᵀ D W,
-// E = Kᵀ((Q Kᵀ ⊙ L) D) W with D = diag(γ^{n−1−j}).
+// E = Kᵀ((Q Kᵀ ⊙ L) D) W with D = diag(γ^{n−1−j}); the products go through `ops` (Kᵀ D and Kᵀ A D are
+// operands, each formed in S first).
 template <class S>
-AhlaSummary<S> ahla_block_summary(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma) {
+AhlaSummary<S> ahla_block_summary(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma,
+                                  const MatmulOperands<S>& ops = {}) {
   const Eigen::Index n = q.rows();
   Vec<S> age(n);
   for (Eigen::Index r = 0; r < n; ++r) age(r) = power(gamma, n - 1 - r);
-  const Mat<S> a = Mat<S>(q * k.transpose()).template triangularView<Eigen::Lower>();
-  return {k.transpose() * q, k.transpose() * age.asDiagonal() * w, k.transpose() * a * age.asDiagonal() * w,
-          power(gamma, n)};
+  const Mat<S> a = ops.product(q, k.transpose()).template triangularView<Eigen::Lower>();
+  return {ops.product(k.transpose(), q), ops.product(k.transpose() * age.asDiagonal(), w),
+          ops.product(ops.product(k.transpose(), a) * age.asDiagonal(), w), power(gamma, n)};
 }
 
 // Fig. 2(C) as printed (no decay): o_t = q_tᵀ(E^{(c−1)} + R^{KQ,(c)}_{<t} P^{(c−1)}) + intra, with
@@ -150,8 +155,15 @@ Result<S> ahla_chunked_as_printed(const Problem<S>& p, Eigen::Index chunk) {
 // Derived chunk form, any γ (τ = r + 1 steps since the chunk start):
 //   o_t = γ^τ q_tᵀ(E_p + R_{≤t} P_p) + ((A_γ A_γ) ⊙ L) W_c,   R_{≤t} = Σ_{i in chunk, i≤t} k_i q_iᵀ (undecayed)
 // — the token t itself belongs in R (the pair i = t, j before the chunk).
+// Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
+// grade's baseline, whose rounded operands are Q, K and W = V or [V | 1] wherever they enter a product;
+// the carried summaries [E_p | n_p], [P_p | m^K_p] (of Q E_p, Q P_p) and ⊕_γ's R_B, ρ P_A; the masked
+// Q Kᵀ and Q P_p (of their product); A_γ (of A_γ A_γ) and (A_γ A_γ) ⊙ L (of its product with W); and the
+// block summary's Kᵀ D, Kᵀ A D and Kᵀ A's operands. The decay weights, the sums of summaries, the
+// carried summaries themselves and the normalised read's division stay in S (docs/gate.md "Precision
+// grades").
 template <class S>
-Result<S> ahla_chunked(const Problem<S>& p, Eigen::Index chunk) {
+Result<S> ahla_chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p, "hla::ahla_chunked");
   if (chunk < 1) throw std::invalid_argument("hla::ahla_chunked: chunk size must be >= 1");
   const S& gamma = p.opt.gamma;
@@ -163,9 +175,10 @@ Result<S> ahla_chunked(const Problem<S>& p, Eigen::Index chunk) {
     const Mat<S> qc = p.q.middleRows(c0, n), kc = p.k.middleRows(c0, n), wc = w.middleRows(c0, n);
     Vec<S> since(n);
     for (Eigen::Index r = 0; r < n; ++r) since(r) = power(gamma, r + 1);
-    const Mat<S> upto = Mat<S>(qc * kc.transpose()).template triangularView<Eigen::Lower>();
-    raw.middleRows(c0, n) = since.asDiagonal() * (qc * prev.e + upto * (qc * prev.p)) + ahla_product(qc, kc, wc, gamma);
-    prev = ahla_combine(prev, ahla_block_summary(qc, kc, wc, gamma), ScanOperator::decayed);
+    const Mat<S> upto = ops.product(qc, kc.transpose()).template triangularView<Eigen::Lower>();
+    raw.middleRows(c0, n) = since.asDiagonal() * (ops.product(qc, prev.e) + ops.product(upto, ops.product(qc, prev.p))) +
+                            ahla_product(qc, kc, wc, gamma, ops);
+    prev = ahla_combine(prev, ahla_block_summary(qc, kc, wc, gamma, ops), ScanOperator::decayed, ops);
   }
   return finish_rows(p, raw);
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "larc/reference/hla_common.h"
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/scan.h"
 
 namespace larc::ref::hla {
@@ -81,14 +82,15 @@ Result<S> second_serial(const Problem<S>& p, SecondOrder variant) {
 }
 
 // Raw rows of the masked target ((A_γ Aᵀ) ⊙ Γ) W (or unmasked ((A_γ Bᵀ) ⊙ Γ) W) for one block of
-// tokens; used whole by `second_materialized` and per chunk by the chunk forms.
+// tokens; used whole by `second_materialized` and per chunk by the chunk forms (products through `ops`).
 template <class S>
-Mat<S> second_order_product(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma, bool masked) {
-  const Mat<S> b = q * k.transpose();
+Mat<S> second_order_product(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma, bool masked,
+                            const MatmulOperands<S>& ops = {}) {
+  const Mat<S> b = ops.product(q, k.transpose());
   const Mat<S> decay = decay_matrix(q.rows(), gamma);
   const Mat<S> a_gamma = decay.cwiseProduct(b);
   const Mat<S> second = masked ? Mat<S>(b.template triangularView<Eigen::Lower>()) : b;
-  return (a_gamma * second.transpose()).cwiseProduct(decay) * w;
+  return ops.product(ops.product(a_gamma, second.transpose()).cwiseProduct(decay), w);
 }
 
 template <class S>
@@ -125,13 +127,15 @@ SecondOrderSummary<S> second_token(const Vec<S>& q, const Vec<S>& k, const Vec<S
 //   decayed  (ρ_B S_A+S_B, ρ_B C_A+C_B, ρ_B² G_A+G_B+S_B(ρ_B C_A), ρ_Aρ_B): G_A's pairs age by
 //            γ per step in both S^K and C, i.e. by ρ_B², and the cross pairs (j in A, i in B) carry
 //            γ^{t−i}γ^{t−j} = [S_B]·[ρ_B C_A] — derived, associative, matches SecondOrder::masked.
+// The cross term's product goes through `ops`.
 template <class S>
-SecondOrderSummary<S> second_combine(const SecondOrderSummary<S>& a, const SecondOrderSummary<S>& b, ScanOperator op) {
-  if (op == ScanOperator::plain) return {a.sk + b.sk, a.c + b.c, a.g + b.g + b.sk * a.c, S(1)};
+SecondOrderSummary<S> second_combine(const SecondOrderSummary<S>& a, const SecondOrderSummary<S>& b, ScanOperator op,
+                                     const MatmulOperands<S>& ops = {}) {
+  if (op == ScanOperator::plain) return {a.sk + b.sk, a.c + b.c, a.g + b.g + ops.product(b.sk, a.c), S(1)};
   const S& r = b.rho;
   const Mat<S> aged_c = r * a.c;
   const S g_age = op == ScanOperator::decayed ? S(r * r) : r;
-  return {r * a.sk + b.sk, aged_c + b.c, g_age * a.g + b.g + b.sk * aged_c, a.rho * b.rho};
+  return {r * a.sk + b.sk, aged_c + b.c, g_age * a.g + b.g + ops.product(b.sk, aged_c), a.rho * b.rho};
 }
 
 template <class S>
@@ -171,15 +175,18 @@ Result<S> second_scan(const Problem<S>& p, SecondOrder read, ScanOperator op) {
 // ---- chunk forms (Fig. 1(C), HLA-C10) ------------------------------------------------------------
 
 // The summary of a block of tokens in closed form (as streamed from empty with the derived decay):
-// S^K = Kᵀ D K, C = Qᵀ D W, G = Kᵀ((D K Qᵀ D) ⊙ StrictLower) W with D = diag(γ^{n−1−r}).
+// S^K = Kᵀ D K, C = Qᵀ D W, G = Kᵀ((D K Qᵀ D) ⊙ StrictLower) W with D = diag(γ^{n−1−r}); the products
+// go through `ops` (Kᵀ D, Qᵀ D and Kᵀ pairs are operands, each formed in S first).
 template <class S>
-SecondOrderSummary<S> second_block_summary(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma) {
+SecondOrderSummary<S> second_block_summary(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& gamma,
+                                           const MatmulOperands<S>& ops = {}) {
   const Eigen::Index n = q.rows();
   Vec<S> age(n);
   for (Eigen::Index r = 0; r < n; ++r) age(r) = power(gamma, n - 1 - r);
   const auto d = age.asDiagonal();
-  const Mat<S> pairs = Mat<S>(d * (k * q.transpose()) * d).template triangularView<Eigen::StrictlyLower>();
-  return {k.transpose() * d * k, q.transpose() * d * w, k.transpose() * pairs * w, power(gamma, n)};
+  const Mat<S> pairs = Mat<S>(d * ops.product(k, q.transpose()) * d).template triangularView<Eigen::StrictlyLower>();
+  return {ops.product(k.transpose() * d, k), ops.product(q.transpose() * d, w),
+          ops.product(ops.product(k.transpose(), pairs), w), power(gamma, n)};
 }
 
 // Fig. 1(C) as printed (no decay): for t in chunk c,
@@ -208,8 +215,16 @@ Result<S> second_chunked_as_printed(const Problem<S>& p, Eigen::Index chunk) {
 //       + γ^{τ} Σ_{j in chunk, j≤t} γ^{t−j} (q_tᵀ S^K_p q_j) w_j     i before the chunk, j in it
 //       + ((A_γ A_ccᵀ) ⊙ Γ) W_c                                     both in the chunk
 // and the chunk-start summary carried with the derived ⊕_γ.
+// Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
+// grade's baseline, whose rounded operands are Q, K and W = V or [V | 1] wherever they enter a product;
+// the carried summaries S^K_p, [C_p | m_p] as operands (S^K_p C_p, Q S^K_p, and ⊕_γ's S^K_B (ρ C_A)) and
+// S^K_p C_p − G_p (of Q (S^K_p C_p − G_p)); Q S^K_p (of (Q S^K_p) Qᵀ); A_γ and the masked A (of A_γ Aᵀ);
+// the weighted pair matrices (A_γ Aᵀ) ⊙ Γ and (Q S^K_p Qᵀ) ⊙ (γ^τ Γ) (of their products with W); and the
+// block summary's Kᵀ D, Qᵀ D, Kᵀ pairs and K Qᵀ's operands. The decay weights, the sums of summaries,
+// the carried summaries themselves and the normalised read's division stay in S (docs/gate.md
+// "Precision grades").
 template <class S>
-Result<S> second_chunked(const Problem<S>& p, Eigen::Index chunk) {
+Result<S> second_chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p, "hla::second_chunked");
   if (chunk < 1) throw std::invalid_argument("hla::second_chunked: chunk size must be >= 1");
   const S& gamma = p.opt.gamma;
@@ -222,11 +237,11 @@ Result<S> second_chunked(const Problem<S>& p, Eigen::Index chunk) {
     Vec<S> since(n);  // γ^τ
     for (Eigen::Index r = 0; r < n; ++r) since(r) = power(gamma, r + 1);
     const Vec<S> since2 = since.cwiseProduct(since);
-    const Mat<S> inter = since2.asDiagonal() * (qc * (prev.sk * prev.c - prev.g));
+    const Mat<S> inter = since2.asDiagonal() * ops.product(qc, ops.product(prev.sk, prev.c) - prev.g);
     const Mat<S> cross_weights = since.asDiagonal() * decay_matrix(n, gamma);
-    const Mat<S> cross = (qc * prev.sk * qc.transpose()).cwiseProduct(cross_weights) * wc;
-    raw.middleRows(c0, n) = inter + cross + second_order_product(qc, kc, wc, gamma, true);
-    prev = second_combine(prev, second_block_summary(qc, kc, wc, gamma), ScanOperator::decayed);
+    const Mat<S> cross = ops.product(ops.product(ops.product(qc, prev.sk), qc.transpose()).cwiseProduct(cross_weights), wc);
+    raw.middleRows(c0, n) = inter + cross + second_order_product(qc, kc, wc, gamma, true, ops);
+    prev = second_combine(prev, second_block_summary(qc, kc, wc, gamma, ops), ScanOperator::decayed, ops);
   }
   return finish_rows(p, raw);
 }

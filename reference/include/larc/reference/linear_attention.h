@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
 
@@ -135,8 +136,13 @@ Result<S> materialized(const Problem<S>& p) {
 }
 
 // Chunked: inter-chunk memory plus the masked intra-chunk product, chunk size C ≥ 1, any T.
+// Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
+// grade's baseline, whose rounded operands are Φ_Q and Φ_K (of A = (Φ_Q Φ_K^T) ⊙ L), Φ_Q and S_c (the
+// inter-chunk read), A and V (A V), and Φ_K and V (the memory update). The ratio's denominator is its
+// numerator with 1 in place of V (SPEC "Baselines", LA), so it reads the same rounded Φ_Q, z_c, A and
+// Φ_K; the feature map, the division and the carried S, z stay in S (docs/gate.md "Precision grades").
 template <class S>
-Result<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
+Result<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p);
   if (chunk < 1) throw std::invalid_argument("linear_attention::chunked: chunk size must be >= 1");
   Memory<S> m = start_memory(p);
@@ -146,31 +152,32 @@ Result<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
     const Mat<S> fq = feature_rows(p.opt.feature, Mat<S>(p.q.middleRows(c0, n)));
     const Mat<S> fk = feature_rows(p.opt.feature, Mat<S>(p.k.middleRows(c0, n)));
     const Mat<S> V = p.v.middleRows(c0, n);
-    const Mat<S> a = (fq * fk.transpose()).template triangularView<Eigen::Lower>();
-    const Mat<S> num = fq * m.s + a * V;
-    for (Eigen::Index i = 0; i < n; ++i) {
-      if (!p.opt.ratio) {
-        o.row(c0 + i) = p.opt.scale * num.row(i);
-      } else {
-        const S den = S(fq.row(i).dot(m.z.transpose())) + S(a.row(i).sum()) + p.opt.eps;
+    const Mat<S> a = ops.product(fq, fk.transpose()).template triangularView<Eigen::Lower>();
+    const Mat<S> num = ops.product(fq, m.s) + ops.product(a, V);
+    if (!p.opt.ratio) {
+      o.middleRows(c0, n) = p.opt.scale * num;
+    } else {
+      const Mat<S> fq_operand = ops.operand(fq), z_operand = ops.operand(m.z), a_operand = ops.operand(a);
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const S den = S(fq_operand.row(i).dot(z_operand.col(0).transpose())) + S(a_operand.row(i).sum()) + p.opt.eps;
         o.row(c0 + i) = num.row(i) / den;
       }
     }
-    m.s += fk.transpose() * V;
-    m.z += fk.colwise().sum().transpose();
+    m.s += ops.product(fk.transpose(), V);
+    m.z += ops.operand(fk).colwise().sum().transpose();
   }
   return {std::move(o), std::move(m)};
 }
 
-// Runs the given form (chunk is used by Form::chunked only). serial is State::step over the
+// Runs the given form (chunk and ops are used by Form::chunked only). serial is State::step over the
 // sequence, so Form::streamed and Form::serial coincide for LA.
 template <class S>
-Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
+Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   switch (form) {
     case Form::serial:
     case Form::streamed: return serial(p);
     case Form::materialized: return materialized(p);
-    case Form::chunked: return chunked(p, chunk);
+    case Form::chunked: return chunked(p, chunk, ops);
   }
   throw std::invalid_argument("linear_attention::run: unknown form");
 }
@@ -182,12 +189,13 @@ struct BatchedResult {
   Tensor<S> final_normalizer;  // [B, H, d_k]
 };
 
-// [B, T, H, D] tensors as FLA lays them out; optional initial memory [B, H, d_k, d_v] and [B, H, d_k].
+// [B, T, H, D] tensors as FLA lays them out; optional initial memory [B, H, d_k, d_v] and [B, H, d_k];
+// `operands` rounds the chunked form's product operands (the io grade's baseline, see chunked).
 template <class S>
 BatchedResult<S> la_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Options<S>& opt,
                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_normalizer = {}, Form form = Form::serial,
-                            Eigen::Index chunk = 64) {
+                            Eigen::Index chunk = 64, OperandFormat operands = OperandFormat::none) {
   const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
   if (initial_normalizer) require_shape(*initial_normalizer, "initial_normalizer", {B, H, K});
   BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V}), Tensor<S>({B, H, K})};
@@ -197,7 +205,7 @@ BatchedResult<S> la_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor
       if (initial_state) p.initial_state = head_state(*initial_state, b, h);
       if (initial_normalizer)
         p.initial_normalizer = Vec<S>(Eigen::Map<const Vec<S>>(&initial_normalizer->data[(b * H + h) * K], K));
-      const Result<S> res = run(p, form, chunk);
+      const Result<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_memory.s);
       std::copy(res.final_memory.z.data(), res.final_memory.z.data() + K, r.final_normalizer.data.begin() + (b * H + h) * K);

@@ -24,6 +24,7 @@
 
 #include "larc/reference/delta_rule.h"
 #include "larc/reference/fenwick.h"
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
 
@@ -260,31 +261,32 @@ struct ChunkOperators {
   Mat<S> attention, query_through, write;
   Mat<S> carry_matrix;  // GDN: Π M_r (d_k×d_k)
   S carry_scalar{};     // Mamba-2: Π a_r
-  void carry(Mat<S>& state) const {
+  void carry(Mat<S>& state, const MatmulOperands<S>& ops = {}) const {
     if (variant == Variant::mamba2) state *= carry_scalar;
-    else state = (carry_matrix * state).eval();
+    else state = ops.product(carry_matrix, state);
   }
 };
 
 // Mamba-2 from the decay products; GDN from one delta_rule::chunked run (the UT/WY transform) on the
 // chunk with initial state [I | 0] and values [0 | I]: its outputs are [query_through | attention] and
-// its final state is [Π M_r | write], all linear in (initial state, values).
+// its final state is [Π M_r | write], all linear in (initial state, values). The products that form
+// them go through `ops` (Q K^T for Mamba-2; every product of delta_rule::chunked for GDN).
 template <class S>
-ChunkOperators<S> chunk_operators(const Problem<S>& p, Eigen::Index c0, Eigen::Index n) {
-  ChunkOperators<S> ops;
-  ops.variant = p.variant;
+ChunkOperators<S> chunk_operators(const Problem<S>& p, Eigen::Index c0, Eigen::Index n, const MatmulOperands<S>& ops = {}) {
+  ChunkOperators<S> operators;
+  operators.variant = p.variant;
   const Mat<S> Q = p.q.middleRows(c0, n), K = p.k.middleRows(c0, n);
   const Vec<S> a = p.alpha.segment(c0, n);
   const Eigen::Index dk = p.dk();
   if (p.variant == Variant::mamba2) {
     const Mat<S> d = detail::decay_products(a);
-    ops.attention = (Q * K.transpose()).cwiseProduct(d);
+    operators.attention = ops.product(Q, K.transpose()).cwiseProduct(d);
     Vec<S> through(n);  // Π_{r=c0..c0+t} a_r = a_{c0} D(t, 0)
     for (Eigen::Index t = 0; t < n; ++t) through(t) = a(0) * d(t, 0);
-    ops.query_through = through.asDiagonal() * Q;
-    ops.write = (d.row(n - 1).transpose().asDiagonal() * K).transpose();
-    ops.carry_scalar = through(n - 1);
-    return ops;
+    operators.query_through = through.asDiagonal() * Q;
+    operators.write = (d.row(n - 1).transpose().asDiagonal() * K).transpose();
+    operators.carry_scalar = through(n - 1);
+    return operators;
   }
   delta_rule::Problem<S> aug;
   aug.q = Q;
@@ -297,19 +299,25 @@ ChunkOperators<S> chunk_operators(const Problem<S>& p, Eigen::Index c0, Eigen::I
   Mat<S> s0 = Mat<S>::Zero(dk, dk + n);
   s0.leftCols(dk) = Mat<S>::Identity(dk, dk);
   aug.initial_state = std::move(s0);
-  const SeqResult<S> r = delta_rule::chunked(aug, n);
-  ops.query_through = r.o.leftCols(dk);
-  ops.attention = r.o.rightCols(n);
-  ops.carry_matrix = r.final_state.leftCols(dk);
-  ops.write = r.final_state.rightCols(n);
-  return ops;
+  const SeqResult<S> r = delta_rule::chunked(aug, n, ops);
+  operators.query_through = r.o.leftCols(dk);
+  operators.attention = r.o.rightCols(n);
+  operators.carry_matrix = r.final_state.leftCols(dk);
+  operators.write = r.final_state.rightCols(n);
+  return operators;
 }
 
 // The chunked form, chunk C a power of two (1, 2, 4, …), any T. Within a chunk the levels are those of
 // the diagonal block, (H ⊙ A) V; states of earlier chunks sit on a Fenwick stack of chunks (chunk level
 // j ≥ 1 holds 2^{j−1} chunks) and are read at token level j + log2 C (SPEC §4, chunked form).
+// Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
+// grade's baseline, whose rounded operands are Q and K (of A; for GDN every operand of delta_rule::
+// chunked's products, there listed), H ⊙ A and V (the intra-chunk output), query_through and each level
+// state (the inter-chunk reads), carry_matrix and the level state (GDN's carry), and write and V (the
+// chunk's new state). The decay products, the level weights λ and the level states' sums stay in S
+// (docs/gate.md "Precision grades").
 template <class S>
-Mat<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
+Mat<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p);
   if (chunk < 1 || !std::has_single_bit(static_cast<std::uint64_t>(chunk)))
     throw std::invalid_argument("log_linear::chunked: chunk size must be a power of two >= 1, got " + std::to_string(chunk));
@@ -319,28 +327,29 @@ Mat<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
   for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
     const Eigen::Index n = std::min(chunk, p.T() - c0);
     earlier.cascade();
-    const ChunkOperators<S> ops = chunk_operators(p, c0, n);
+    const ChunkOperators<S> operators = chunk_operators(p, c0, n, ops);
     const Mat<S> V = p.v.middleRows(c0, n);
-    Mat<S> oc = detail::weight_by_level(ops.attention, p.lambda, c0) * V;
+    Mat<S> oc = ops.product(detail::weight_by_level(operators.attention, p.lambda, c0), V);
     earlier.for_each_live([&](int j, const Mat<S>& state) {
-      const Mat<S> read = ops.query_through * state;
+      const Mat<S> read = ops.product(operators.query_through, state);
       for (Eigen::Index t = 0; t < n; ++t) oc.row(t) += p.lambda(c0 + t, j + log2_chunk) * read.row(t);
     });
     o.middleRows(c0, n) = p.scale * oc;
-    earlier.for_each_live([&](int, Mat<S>& state) { ops.carry(state); });
-    earlier.push(ops.write * V);
+    earlier.for_each_live([&](int, Mat<S>& state) { operators.carry(state, ops); });
+    earlier.push(ops.product(operators.write, V));
   }
   return o;
 }
 
-// Runs the given form (chunk is used by Form::chunked only; streamed is serial: both are State::step).
+// Runs the given form (chunk and ops are used by Form::chunked only; streamed is serial: both are
+// State::step).
 template <class S>
-Mat<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
+Mat<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   switch (form) {
     case Form::serial:
     case Form::streamed: return serial(p);
     case Form::materialized: return materialized(p);
-    case Form::chunked: return chunked(p, chunk);
+    case Form::chunked: return chunked(p, chunk, ops);
   }
   throw std::invalid_argument("log_linear::run: unknown form");
 }

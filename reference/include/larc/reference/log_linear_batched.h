@@ -23,6 +23,7 @@
 // Not mirrored: FLA's initial/final LogLinearAttentionState (level states plus the inputs of the last
 // partial chunk) and cu_seqlens.
 // Extension: passing beta [B, T, H] runs the GDN variant (FLA has no GDN log-linear kernel).
+// `operands` rounds the chunked form's product operands (the io grade's baseline, log_linear.h chunked).
 #pragma once
 
 #include <optional>
@@ -32,6 +33,7 @@
 #include "larc/reference/delta_rule.h"
 #include "larc/reference/fenwick.h"
 #include "larc/reference/log_linear.h"
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 
 namespace larc::ref::log_linear {
@@ -39,7 +41,8 @@ namespace larc::ref::log_linear {
 template <class S>
 Tensor<S> log_linear_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& g,
                              const Tensor<S>& level_scales, const std::optional<Tensor<std::type_identity_t<S>>>& beta = {},
-                             std::type_identity_t<S> scale = S(1), Form form = Form::chunked, Eigen::Index chunk = 64) {
+                             std::type_identity_t<S> scale = S(1), Form form = Form::chunked, Eigen::Index chunk = 64,
+                             OperandFormat operands = OperandFormat::none) {
   require_shape(q, "q", {-1, -1, -1, -1});
   const std::int64_t B = q.dim(0), T = q.dim(1), G = q.dim(2), K = q.dim(3);
   require_shape(k, "k", {B, T, G, K});
@@ -71,7 +74,7 @@ Tensor<S> log_linear_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
                    beta ? head_gate(*beta, b, h) : Vec<S>(),
                    head_rows(level_scales, b, h),
                    scale};
-      set_head_rows(o, b, h, run(p, form, chunk));
+      set_head_rows(o, b, h, run(p, form, chunk, MatmulOperands<S>(operands)));
     }
   }
   return o;

@@ -395,14 +395,11 @@ struct BatchedResult {
   Tensor<S> final_normalizer;   // [B, H, d_k] (ζ_T)
 };
 
-// q, k [B, T, H, d_k], v [B, T, H, d_v]; u [B, T, H, d_k] penalty directions (default: the authors'
-// norm(k_t)/√d_k, i.e. W_u = I); optional initial S^T [B, H, d_k, d_v] (A_0 = I/λ0, ζ_0 = 0).
-template <class S>
-BatchedResult<S> vla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
-                             const std::optional<Tensor<std::type_identity_t<S>>>& u = {},
-                             const Options<std::type_identity_t<S>>& opt = {},
-                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
-                             Verb verb = Verb::serial) {
+namespace detail {
+// run_head(problem) → Result<S> on every head, the results gathered into [B, ...] tensors.
+template <class S, class RunHead>
+BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const std::optional<Tensor<S>>& u,
+                             const Options<S>& opt, const std::optional<Tensor<S>>& initial_state, RunHead&& run_head) {
   const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
   if (u) require_shape(*u, "u", {B, T, H, K});
   BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V}), Tensor<S>({B, H, K, K}), Tensor<S>({B, H, K})};
@@ -414,7 +411,7 @@ BatchedResult<S> vla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
         p.initial = empty_memory(opt, K, V);
         p.initial->s = head_state(*initial_state, b, h);
       }
-      const Result<S> res = run(p, verb);
+      const Result<S> res = run_head(p);
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_memory.s);
       set_head_state(r.final_penalty, b, h, res.final_memory.a);
@@ -422,6 +419,19 @@ BatchedResult<S> vla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
     }
   }
   return r;
+}
+}  // namespace detail
+
+// q, k [B, T, H, d_k], v [B, T, H, d_v]; u [B, T, H, d_k] penalty directions (default: the authors'
+// norm(k_t)/√d_k, i.e. W_u = I); optional initial S^T [B, H, d_k, d_v] (A_0 = I/λ0, ζ_0 = 0). The chunked
+// form's counterpart is vla_chunked_batched (vla_chunked.h).
+template <class S>
+BatchedResult<S> vla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
+                             const std::optional<Tensor<std::type_identity_t<S>>>& u = {},
+                             const Options<std::type_identity_t<S>>& opt = {},
+                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
+                             Verb verb = Verb::serial) {
+  return detail::run_batched(q, k, v, u, opt, initial_state, [verb](const Problem<S>& p) { return run(p, verb); });
 }
 
 }  // namespace larc::ref::vla

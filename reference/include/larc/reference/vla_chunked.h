@@ -35,6 +35,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/vla.h"
 
 namespace larc::ref::vla {
@@ -48,16 +49,17 @@ struct PenaltyChunk {
 
 // The blocked Sherman–Morrison recursion above, from A_s = a_start, for the chunk's penalty directions
 // u (rows) and key directions khat (rows); first_token is the 1-based number of the chunk's first token.
+// Products go through `ops` (see chunked); the recurrence of T_z, a triangular solve, stays in S.
 template <class S>
 PenaltyChunk<S> penalty_chunk(const Options<S>& opt, const Mat<S>& a_start, const Mat<S>& u, const Mat<S>& khat,
-                              std::int64_t first_token) {
+                              std::int64_t first_token, const MatmulOperands<S>& ops = {}) {
   const Eigen::Index n = u.rows();
   Vec<S> c(n);  // c_t: the nudges after chunk tokens ≤ t, times nudge_eps
   for (Eigen::Index t = 0; t < n; ++t)
     c(t) = (t == 0 ? S(0) : c(t - 1)) + (nudged_after(opt, first_token + t) ? opt.nudge_eps : S(0));
-  Mat<S> y = u * a_start.transpose();  // row t: (A_s u_t)^T
+  Mat<S> y = ops.product(u, a_start.transpose());  // row t: (A_s u_t)^T
   for (Eigen::Index t = 1; t < n; ++t) y.row(t) += c(t - 1) * u.row(t);
-  const Mat<S> gram = y * u.transpose();  // G_jt = y_j·u_t
+  const Mat<S> gram = ops.product(y, u.transpose());  // G_jt = y_j·u_t
   Mat<S> tz = Mat<S>::Identity(n, n);     // Z = T_z Y
   Mat<S> zu(n, n);                        // P_rt = z_r·u_t (rows r < t are used)
   Vec<S> delta(n);
@@ -66,11 +68,11 @@ PenaltyChunk<S> penalty_chunk(const Options<S>& opt, const Mat<S>& a_start, cons
     zu.row(t) = tz.row(t) * gram;
     delta(t) = penalty_denominator(opt, zu(t, t));
   }
-  const Mat<S> z = tz * y;
+  const Mat<S> z = ops.product(tz, y);
   const Mat<S> z_scaled = delta.cwiseInverse().asDiagonal() * z;  // D⁻¹ Z
-  const Mat<S> kz = Mat<S>(khat * z.transpose()).template triangularView<Eigen::Lower>();  // k̂_t·z_r, r ≤ t
-  const Mat<S> a_khat = khat * a_start.transpose() + c.asDiagonal() * khat - kz * z_scaled;  // rows (A_t k̂_t)^T
-  PenaltyChunk<S> out{Mat<S>(n, u.cols()), a_start - z.transpose() * z_scaled};
+  const Mat<S> kz = ops.product(khat, z.transpose()).template triangularView<Eigen::Lower>();  // k̂_t·z_r, r ≤ t
+  const Mat<S> a_khat = ops.product(khat, a_start.transpose()) + c.asDiagonal() * khat - ops.product(kz, z_scaled);  // rows (A_t k̂_t)^T
+  PenaltyChunk<S> out{Mat<S>(n, u.cols()), a_start - ops.product(z.transpose(), z_scaled)};
   for (Eigen::Index t = 0; t < n; ++t)
     out.alpha_hat.row(t) = alpha_direction(opt, Vec<S>(a_khat.row(t).transpose())).transpose();
   if (n > 0) out.a_end.diagonal().array() += c(n - 1);
@@ -79,8 +81,15 @@ PenaltyChunk<S> penalty_chunk(const Options<S>& opt, const Mat<S>& a_start, cons
 
 // Chunked form (see the top of this file): the penalty recursion and the affine recursion chunk by chunk,
 // each chunk's outputs from the memory at its start plus intra-chunk terms.
+// Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
+// grade's baseline, whose rounded operands are U and A_s (of Y = U A_s^T), Y and U (of the Gram Y U^T),
+// T_z (formed in S, then rounded) and Y, K̂ and Z (of K̂ Z^T), K̂ and A_s (of K̂ A_s^T), (K̂ Z^T) ⊙ L and
+// D⁻¹ Z, Z^T and D⁻¹ Z (the next A); K̂ and Â (of K̂ Â^T), T' (formed in S by the unit lower triangular
+// solve, then rounded) and K̂, V (W = T' K̂, U = T' V), W and X_c (of W X_c), Φ_Q and Â, Φ_Q and X_c,
+// (Φ_Q Â^T) ⊙ L and R, Â^T and R. The feature map, the normalisations, δ and the T_z recurrence, ζ, the
+// read's division and the carried X, A stay in S (docs/gate.md "Precision grades").
 template <class S>
-Result<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
+Result<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p);
   if (chunk < 1) throw std::invalid_argument("vla::chunked: chunk size must be >= 1");
   const Memory<S> m0 = start_memory(p);
@@ -94,24 +103,41 @@ Result<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
     Mat<S> khat(n, p.dk());
     for (Eigen::Index t = 0; t < n; ++t)
       khat.row(t) = key_direction(p.opt, Vec<S>(phi_k.row(c0 + t).transpose())).transpose();
-    PenaltyChunk<S> pen = penalty_chunk(p.opt, a, Mat<S>(p.u.middleRows(c0, n)), khat, m0.tokens + c0 + 1);
+    PenaltyChunk<S> pen = penalty_chunk(p.opt, a, Mat<S>(p.u.middleRows(c0, n)), khat, m0.tokens + c0 + 1, ops);
     const Mat<S>& ahat = pen.alpha_hat;
     const Mat<S> fq = phi_q.middleRows(c0, n);
-    const Mat<S> ka = khat * ahat.transpose();  // k̂_t·α̂_s; its strict lower part defines T'
+    const Mat<S> ka = ops.product(khat, ahat.transpose());  // k̂_t·α̂_s; its strict lower part defines T'
     const auto unit_lower = ka.template triangularView<Eigen::UnitLower>();  // I + StrictLower(K̂ Â^T)
-    const Mat<S> w = unit_lower.solve(khat);                                  // W = T' K̂
-    const Mat<S> wv = unit_lower.solve(Mat<S>(p.v.middleRows(c0, n)));       // U = T' V
-    const Mat<S> r = wv - w * x;  // residuals r_t = v_t − S_{t−1} k̂_t
-    const Mat<S> qa = Mat<S>(fq * ahat.transpose()).template triangularView<Eigen::Lower>();
-    const Mat<S> num = fq * x + qa * r;  // rows (S_t φ(q_t))^T
+    // T'·M: one solve on M, or, when operands are rounded, T' formed first so that it can be rounded.
+    const Mat<S> t_prime = ops.rounds() ? Mat<S>(unit_lower.solve(Mat<S>::Identity(n, n))) : Mat<S>();
+    auto apply_t_prime = [&](const Mat<S>& m) -> Mat<S> {
+      return ops.rounds() ? ops.product(t_prime, m) : Mat<S>(unit_lower.solve(m));
+    };
+    const Mat<S> w = apply_t_prime(khat);                             // W = T' K̂
+    const Mat<S> wv = apply_t_prime(Mat<S>(p.v.middleRows(c0, n)));  // U = T' V
+    const Mat<S> r = wv - ops.product(w, x);  // residuals r_t = v_t − S_{t−1} k̂_t
+    const Mat<S> qa = ops.product(fq, ahat.transpose()).template triangularView<Eigen::Lower>();
+    const Mat<S> num = ops.product(fq, x) + ops.product(qa, r);  // rows (S_t φ(q_t))^T
     for (Eigen::Index t = 0; t < n; ++t) {
       zeta += phi_k.row(c0 + t).transpose();
       o.row(c0 + t) = read_scaled(p.opt, Vec<S>(num.row(t).transpose()), zeta, Vec<S>(fq.row(t).transpose())).transpose();
     }
-    x += ahat.transpose() * r;
+    x += ops.product(ahat.transpose(), r);
     a = std::move(pen.a_end);
   }
   return {std::move(o), Memory<S>{std::move(x), std::move(a), std::move(zeta), m0.tokens + p.T()}};
+}
+
+// vla_batched (vla.h) with the chunked form, chunk size C ≥ 1; `operands` rounds its product operands
+// (the io grade's baseline, see chunked).
+template <class S>
+BatchedResult<S> vla_chunked_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, Eigen::Index chunk,
+                                     const std::optional<Tensor<std::type_identity_t<S>>>& u = {},
+                                     const Options<std::type_identity_t<S>>& opt = {},
+                                     const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
+                                     OperandFormat operands = OperandFormat::none) {
+  return detail::run_batched(q, k, v, u, opt, initial_state,
+                             [&](const Problem<S>& p) { return chunked(p, chunk, MatmulOperands<S>(operands)); });
 }
 
 }  // namespace larc::ref::vla
