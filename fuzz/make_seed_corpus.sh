@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the committed seed corpora of fuzz/ (docs/robustness.md) with a built larc (BUILD_DIR holds
-# tools/larc/larc and tests/safetensors_sample_writer):
+# tools/larc/larc and tests/cli/safetensors_sample_writer):
 #   corpus/safetensors/  whole safetensors files: small larc fixtures, the every-dtype sample, an empty one
 #   corpus/fixture/      a small fixture of every mechanism, framed as fixture_fuzzer.cpp reads them
 #                        (the JSON header, a NUL byte, the byte buffer)
@@ -26,7 +26,7 @@ for m in $("$larc" gate --list | sed -n 's/^  \([a-z0-9-]*\): .*/\1/p'); do
   dtype=$([ "$dtype" = bf16 ] && echo fp32 || echo bf16)
 done
 cp "$tmp/gdn.safetensors" "$tmp/log-linear.safetensors" "$tmp/la-ratio.safetensors" "$here/corpus/safetensors/"
-"$build/tests/safetensors_sample_writer" "$tmp/samples" > /dev/null
+"$build/tests/cli/safetensors_sample_writer" "$tmp/samples" > /dev/null
 cp "$tmp/samples/sample.safetensors" "$here/corpus/safetensors/every-dtype.safetensors"
 printf '\x08\0\0\0\0\0\0\0{}      ' > "$here/corpus/safetensors/empty.safetensors"
 

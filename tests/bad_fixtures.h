@@ -1,6 +1,6 @@
 // Fixtures that are valid safetensors files but not valid larc fixtures, each with the message that
 // must refuse it (naming the field). Shared by bad_input_api_test (parse_fixture, in memory) and
-// bad_fixture_writer (files for the `larc gate/diff --fixtures` rows of tests/bad_input_matrix.cmake).
+// bad_fixture_writer (files for the `larc gate/diff --fixtures` rows of tests/cli/bad_input_matrix.cmake).
 #pragma once
 
 #include <filesystem>

@@ -16,7 +16,7 @@ cmake --build build-static -j"$(nproc)" --target "${targets[@]}"
 stage=$(mktemp -d)
 mkdir "$stage/lib"
 for t in "${targets[@]}"; do
-  # The build's own binary, not the copy cli.cmake_package installs under tests/cmake_package/prefix.
+  # The build's own binary, not the copy cli.cmake_package installs under tests/cli/cmake_package/prefix.
   f=$(find build-static -path '*/prefix' -prune -o -type f -name "$t" -perm -u+x -print | head -1)
   cp "$f" "$stage/" && strip "$stage/$t"
   # Shared libraries the device machine lacks (Debian ships Google Benchmark only as a shared library):

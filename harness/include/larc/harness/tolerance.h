@@ -15,13 +15,13 @@
 //   (3) per timestep:  e_t(Y) ≤ k · max_{s ∈ w(t)} e_s(Z) + F_t, where w(t) is the trailing window
 //       of W timesteps ending at t: the baseline's error level at t. (Against e_t(Z) alone, honest
 //       float kernels fail: per-timestep rounding errors of two implementations fluctuate by 3× and
-//       more against each other; tests/tolerance_policy_test.cpp measured it.)
+//       more against each other; tests/harness/tolerance_policy_test.cpp measured it.)
 //   (4) per trailing window w of W timesteps:  ‖e_w(Y)‖₂ ≤ k · ‖e_w(Z)‖₂ + ‖F_w‖₂;
 //   (5) the baseline is finite wherever O is (otherwise the case lies outside D's range and no
 //       verdict is possible: it fails, naming the cause).
 // k = 2 (FlashAttention's factor), W = 64. Whole-tensor cosine or relative RMS is never the
 // criterion: a state carry scaled by 0.99 over 16k steps keeps cosine > 0.9999 (tests/
-// tolerance_policy_test.cpp measures it) and is caught by (3) and (4).
+// harness/tolerance_policy_test.cpp measures it) and is caught by (3) and (4).
 // The oracle certifies itself: its per-slice error estimate must lie `oracle_margin` (1000) times
 // below the tolerance of that slice; the runner escalates a rung when it does not (runner.h).
 #pragma once

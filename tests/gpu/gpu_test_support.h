@@ -1,11 +1,15 @@
 // Shared pieces of the GPU kernel tests: every registered kernel with its harness subject and
-// mechanism, seeded inputs for a shape, and slicing/tiling of typed tensors along a named dimension
+// mechanism, the registry's (kernel, dtype) pairs the tests are parameterised over, seeded inputs for a shape, and slicing/tiling of typed tensors along a named dimension
 // (the mechanism's dimension letters say which axis is B, T or H).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
+#include <functional>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,59 @@ inline std::vector<GpuSubject> gpu_subjects() {
     for (const harness::Subject& s : harness::subjects())
       if (s.name == k.name && s.mechanism == k.mechanism) out.push_back({&k, &s, &harness::find_mechanism(k.mechanism)});
   return out;
+}
+
+// k's subject, or nullopt where the harness made none of it (no device, or a mechanism it lacks).
+inline std::optional<GpuSubject> gpu_subject(const gpu::Kernel& k) {
+  for (const GpuSubject& g : gpu_subjects())
+    if (g.kernel == &k) return g;
+  return std::nullopt;
+}
+
+// One kernel of the registry in one dtype it takes: the parameter of the value-parameterised GPU tests,
+// which gtest_discover_tests makes one CTest entry each. The registry needs no device, so the entries
+// exist (and skip themselves) on a machine without one.
+struct KernelDtype {
+  const gpu::Kernel* kernel;
+  gpu::DType dtype;
+};
+
+inline void PrintTo(const KernelDtype& p, std::ostream* os) {
+  *os << p.kernel->name << " (" << p.kernel->mechanism << ") " << gpu::dtype_name(p.dtype);
+}
+
+inline Dtype harness_dtype(gpu::DType d) {
+  return d == gpu::DType::bf16 ? Dtype::bf16 : d == gpu::DType::fp16 ? Dtype::fp16 : Dtype::fp32;
+}
+
+// Every (kernel, dtype) pair of the registry whose kernel `keep` accepts; with first_dtype_only, each
+// kernel in its first dtype only (the properties that compare a kernel with itself bit for bit).
+inline std::vector<KernelDtype> kernel_dtypes(bool first_dtype_only = false,
+                                              const std::function<bool(const gpu::Kernel&)>& keep = {}) {
+  std::vector<KernelDtype> out;
+  for (const gpu::Kernel& k : gpu::kernels()) {
+    if (keep && !keep(k)) continue;
+    for (gpu::DType d : k.dtypes) {
+      if (d != gpu::DType::bf16 && d != gpu::DType::fp16 && d != gpu::DType::fp32) continue;
+      out.push_back({&k, d});
+      if (first_dtype_only) break;
+    }
+  }
+  return out;
+}
+
+// The CTest-visible name of a pair: the kernel's name with '_' for every other character, then the
+// dtype (gdn-chunked in bf16: gdn_chunked_bf16); the mechanism is added where two kernels share a name.
+inline std::string kernel_dtype_name(const ::testing::TestParamInfo<KernelDtype>& info) {
+  const gpu::Kernel& k = *info.param.kernel;
+  std::string name = k.name;
+  int same_name = 0;
+  for (const gpu::Kernel& other : gpu::kernels()) same_name += other.name == k.name;
+  if (same_name > 1) (name += '_') += k.mechanism;
+  (name += '_') += gpu::dtype_name(info.param.dtype);
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
 }
 
 // A shape the kernel takes: K = V = d unless the kernel lists its head dims or d is below its smallest K.

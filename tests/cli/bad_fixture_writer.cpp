@@ -1,4 +1,4 @@
-// Writes the bad inputs of the CLI rows of tests/bad_input_matrix.cmake into a folder: the fixtures of
+// Writes the bad inputs of the CLI rows of tests/cli/bad_input_matrix.cmake into a folder: the fixtures of
 // bad_fixtures.h (DIR/<row>.safetensors, with the refusal they must get in DIR/<row>.message) and
 // good.safetensors, wrong_o_candidate.safetensors (an
 // output of the wrong shape for `larc diff`) and not_a_report.json (for `larc fuzz --resume`).

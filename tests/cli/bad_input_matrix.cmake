@@ -3,10 +3,11 @@
 # requiring exit code 2 and a message naming the option or field, within 60 s (a hang fails). Rows
 # already covered by cli.gate, cli.fuzz_merge_equals_unsharded, cli.fixtures_show and
 # cli.claims_exit_codes are listed in docs/robustness.md, not repeated here. Included from
-# tests/CMakeLists.txt.
+# tests/cli/CMakeLists.txt.
 set(LARC_BAD_INPUTS ${CMAKE_CURRENT_BINARY_DIR}/bad_inputs)
 add_executable(bad_fixture_writer bad_fixture_writer.cpp)
 target_link_libraries(bad_fixture_writer PRIVATE larc_harness)
+target_include_directories(bad_fixture_writer PRIVATE ${LARC_TESTS_DIR})  # bad_fixtures.h
 add_test(NAME cli.bad_input_files COMMAND bad_fixture_writer ${LARC_BAD_INPUTS})
 set_tests_properties(cli.bad_input_files PROPERTIES FIXTURES_SETUP larc_bad_inputs LABELS "cli;bad_input")
 
@@ -41,8 +42,8 @@ larc_bad_input(gate_knob_nan "knob 'decay_max': expected a value in .*got nan"
 larc_bad_input(gate_knob_unknown "--knob: no selected mechanism has a knob named 'nope'" gate --knob nope=1)
 # A larc fixture that is a valid safetensors file but not a valid case (tests/bad_fixtures.h), replayed;
 # the message each must name is the one bad_input_api_test checks, written beside it.
-file(READ ${CMAKE_CURRENT_SOURCE_DIR}/bad_fixtures.h bad_fixtures_h)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/bad_fixtures.h)
+file(READ ${LARC_TESTS_DIR}/bad_fixtures.h bad_fixtures_h)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${LARC_TESTS_DIR}/bad_fixtures.h)
 string(REGEX MATCHALL "\n *\\{\"[a-z_]+\", \"" bad_fixture_rows "${bad_fixtures_h}")
 foreach(entry ${bad_fixture_rows})
   string(REGEX MATCH "[a-z_]+" row "${entry}")

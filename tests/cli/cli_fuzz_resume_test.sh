@@ -6,7 +6,7 @@
 # with SIGINT (exit 130), resumed, interrupted again and resumed to the end; resuming a finished report
 # changes nothing; resuming another campaign's report exits 2. A --target error search, interrupted and
 # resumed, ends as an uninterrupted one.
-# usage: cli_fuzz_resume_test.sh LARC OUT CMAKE CHECK   (CHECK: tests/fuzz_report_check.cmake)
+# usage: cli_fuzz_resume_test.sh LARC OUT CMAKE CHECK   (CHECK: tests/cli/fuzz_report_check.cmake)
 set -euo pipefail
 larc=$1 out=$2 cmake=$3 check=$4
 rm -rf "$out"

@@ -1,4 +1,4 @@
-# One row of the CLI bad-input matrix (tests/bad_input_matrix.cmake): runs LARC with ARGS (separated
+# One row of the CLI bad-input matrix (tests/cli/bad_input_matrix.cmake): runs LARC with ARGS (separated
 # by spaces) and requires exit code CODE and MESSAGE (a regular expression, or read from MESSAGE_FILE)
 # in stdout + stderr. -DLARC=<binary> -DCODE=<exit code> -DMESSAGE=<regex> | -DMESSAGE_FILE=<file> -DARGS=<args>
 if(MESSAGE_FILE)
