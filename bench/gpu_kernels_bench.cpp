@@ -72,7 +72,7 @@ Workload make_workload(const larc::gpu::Kernel& k, const Shape& s, bool decode) 
     std::uint64_t i = 0;
     for (const auto& spec : m.inputs) add(set, set.args.inputs, spec.name, spec.dims, DType::bf16, true, seed + ++i);
     for (const auto& spec : m.outputs)
-      if (!spec.fp32_output || decode) add(set, set.args.outputs, spec.name, spec.dims, spec.fp32_output ? DType::fp32 : DType::bf16, false, 0);
+      if (!spec.always_fp32 || decode) add(set, set.args.outputs, spec.name, spec.dims, spec.always_fp32 ? DType::fp32 : DType::bf16, false, 0);
     if (decode) add(set, set.args.inputs, "initial_state", "BHKV", DType::fp32, true, seed + ++i);
     if (w.sets.size() == 1) set_bytes = w.bytes_per_launch;
   } while (w.error.empty() && static_cast<std::int64_t>(w.sets.size()) * set_bytes < kRotateBytes && w.sets.size() < 64);

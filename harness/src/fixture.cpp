@@ -74,7 +74,8 @@ std::string larc_version() { return LARC_VERSION; }
 void write_fixture(const std::filesystem::path& path, const PreparedCase& p, const std::map<std::string, std::string>& extra) {
   const Mechanism& m = find_mechanism(p.spec.mechanism);
   fx::SafetensorsFile f;
-  for (const TensorSpec& in : m.inputs) f.tensors.emplace(in.name, file_tensor(p.inputs.at(in.name)));
+  for (const TensorSpec& in : m.inputs)
+    if (const auto t = p.inputs.find(in.name); t != p.inputs.end()) f.tensors.emplace(in.name, file_tensor(t->second));
   for (const TensorSpec& out : m.outputs) {
     const ref::Tensor<double>& o = p.oracle.at(out.name);
     f.tensors.emplace("oracle." + out.name, f64_tensor(o.shape, o.data));
@@ -132,7 +133,9 @@ PreparedCase parse_fixture(const fx::SafetensorsFile& f) {
     }
   };
   for (const TensorSpec& in : m->inputs) {
-    const fx::TensorData& t = fx::require_tensor(f, in.name, {want}, dims_of(in.dims, p.spec.shape));
+    if (in.optional && !f.tensors.count(in.name)) continue;
+    const fx::TensorData& t =
+        fx::require_tensor(f, in.name, {in.always_fp32 ? fx::DType::F32 : want}, dims_of(in.dims, p.spec.shape));
     require_finite(t, in.name);
     p.inputs.emplace(in.name, typed_of(t));
   }

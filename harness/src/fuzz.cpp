@@ -61,6 +61,7 @@ std::int64_t draw_length(detail::CaseRng& rng, std::int64_t max_T) {
 }
 
 double draw_knob(detail::CaseRng& rng, const Knob& k) {
+  if (k.integer) return k.lo + static_cast<double>(rng.bits() % static_cast<std::uint64_t>(k.hi - k.lo + 1));
   const double v = k.log_scale && k.lo > 0 ? rng.log_uniform(k.lo, k.hi) : rng.uniform(k.lo, k.hi);
   return std::clamp(v, k.lo, k.hi);
 }
@@ -122,6 +123,8 @@ CaseSpec Campaign::case_at(std::uint64_t index) const {
   spec.shape.V = draw_head_dim(rng, 1, bound(config_.max_V, lim.max_V), lim.head_dims);
   spec.seed = rng.bits();
   for (const Knob& k : find_mechanism(spec.mechanism).knobs) spec.knobs[k.name] = draw_knob(rng, k);
+  if (!cell.subject->takes_initial_state) spec.knobs.erase(kInitialStateKnob);
+  spec.knobs = find_mechanism(spec.mechanism).resolve_knobs(spec.knobs);
   return spec;
 }
 
@@ -167,7 +170,7 @@ std::vector<CaseSpec> reductions(const CaseSpec& spec, const ShapeLimits& limits
     CaseSpec to_default = spec;
     to_default.knobs[k.name] = k.default_value;
     out.push_back(to_default);
-    if (std::fabs(v - k.default_value) > 1e-3 * (k.hi - k.lo)) {
+    if (!k.integer && std::fabs(v - k.default_value) > 1e-3 * (k.hi - k.lo)) {
       CaseSpec halfway = spec;
       halfway.knobs[k.name] = (v + k.default_value) / 2;
       out.push_back(halfway);
@@ -278,7 +281,7 @@ struct Coordinate {
 std::vector<Coordinate> coordinates_of(const Campaign& campaign, const CaseSpec& spec) {
   std::vector<Coordinate> cs;
   for (const Knob& k : find_mechanism(spec.mechanism).knobs)
-    if (k.hi > k.lo) cs.push_back({k.name, k.lo, k.hi, k.log_scale && k.lo > 0});
+    if (k.hi > k.lo && !k.integer) cs.push_back({k.name, k.lo, k.hi, k.log_scale && k.lo > 0});
   const std::int64_t max_T = campaign.max_T_of(spec);
   if (max_T > 1) cs.push_back({"", 1, static_cast<double>(max_T), true});
   return cs;

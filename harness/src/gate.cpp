@@ -17,11 +17,14 @@ bool selected(const std::vector<std::string>& filter, const std::string& name) {
   return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
 }
 
-// The subjects of `mechanism` that the filters select and that take `dtype` and `shape`.
-std::vector<const Subject*> subjects_for(const GateOptions& o, const std::string& mechanism, Dtype dtype, const Shape& shape) {
+// The subjects of `mechanism` that the filters select and that take `dtype`, `shape` and the knobs'
+// case (its initial state).
+std::vector<const Subject*> subjects_for(const GateOptions& o, const std::string& mechanism, Dtype dtype, const Shape& shape,
+                                         const KnobValues& knobs) {
   std::vector<const Subject*> out;
   for (const Subject& s : subjects())
     if (s.mechanism == mechanism && selected(o.subjects, s.name) && s.supports(dtype) && s.limits.accepts(shape) &&
+        s.takes(knobs) &&
         (o.dtypes.empty() || std::find(o.dtypes.begin(), o.dtypes.end(), dtype) != o.dtypes.end()))
       out.push_back(&s);
   return out;
@@ -66,17 +69,28 @@ GatePlan plan_gate(const GateOptions& o) {
       KnobValues knobs;
       for (const Knob& k : m.knobs)
         if (o.knobs.count(k.name)) knobs[k.name] = o.knobs.at(k.name);
+      // The grid's knob sets: the given ones and, for a mechanism with an initial state whose value
+      // was not given, the same with a random initial state.
+      std::vector<KnobValues> knob_sets{m.resolve_knobs(knobs)};
+      for (const Knob& k : m.knobs)
+        if (k.name == kInitialStateKnob && !knobs.count(k.name)) {
+          KnobValues with_state = knobs;
+          with_state[k.name] = static_cast<double>(InitialState::random);
+          knob_sets.push_back(m.resolve_knobs(with_state));
+        }
       for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64}) {
         for (const Shape& shape : shapes) {
           m.check_shape(shape);  // a size below 1 or past 32-bit offsets: refused before any work
-          GateGroup g;
-          g.spec.mechanism = m.name;
-          g.spec.dtype = d;
-          g.spec.shape = shape;
-          g.spec.seed = o.seed;
-          g.spec.knobs = m.resolve_knobs(knobs);
-          g.subjects = subjects_for(o, m.name, d, shape);
-          if (!g.subjects.empty()) plan.groups.push_back(std::move(g));
+          for (const KnobValues& ks : knob_sets) {
+            GateGroup g;
+            g.spec.mechanism = m.name;
+            g.spec.dtype = d;
+            g.spec.shape = shape;
+            g.spec.seed = o.seed;
+            g.spec.knobs = ks;
+            g.subjects = subjects_for(o, m.name, d, shape, ks);
+            if (!g.subjects.empty()) plan.groups.push_back(std::move(g));
+          }
         }
       }
     }
@@ -102,7 +116,7 @@ GatePlan plan_gate(const GateOptions& o) {
     GateGroup g;
     g.spec = prepared->spec;
     g.fixture = prepared;
-    g.subjects = subjects_for(o, g.spec.mechanism, g.spec.dtype, g.spec.shape);
+    g.subjects = subjects_for(o, g.spec.mechanism, g.spec.dtype, g.spec.shape, g.spec.knobs);
     if (!g.subjects.empty()) plan.groups.push_back(std::move(g));
   }
   if (plan.groups.empty()) {

@@ -19,8 +19,18 @@ std::string sci(double x) {
 // JSON has no inf: an unbounded margin (an exact oracle) is written as null.
 nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
+nlohmann::json grades_json(const Judgement& j) {
+  nlohmann::json g = nlohmann::json::object();
+  for (const auto& [name, f] : j.grades)
+    g[name] = {{"pass", f.pass}, {"worst_ratio", f.worst_ratio}, {"baseline_rel_err", f.baseline_rel_err}};
+  return g;
+}
+
 nlohmann::json judgement_json(const Judgement& j) {
-  return {{"output", j.output},
+  nlohmann::json out = {{"output", j.output},
+          {"grade_declared", j.grade_declared},
+          {"grade_met", j.grade_met},
+          {"grades", grades_json(j)},
           {"dtype", std::string(ref::dtype_name(j.dtype))},
           {"pass", j.pass},
           {"max_rel_err", j.max_rel_err},
@@ -42,6 +52,11 @@ nlohmann::json judgement_json(const Judgement& j) {
           {"window_violations", j.window_violations},
           {"oracle_margin", finite_or_null(j.oracle_margin)},
           {"oracle_certified", j.oracle_certified}};
+  if (j.profile_ratio >= 0) {
+    out["profile_ratio"] = j.profile_ratio;
+    out["profile_growth"] = j.profile_growth;
+  }
+  return out;
 }
 
 double worst_ratio(const CaseResult& r) {
@@ -71,6 +86,21 @@ std::string joined(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
+// "[io]" when some output is judged at a grade other than fp32, "" otherwise (JUnit class names).
+std::string declared_suffix(const CaseResult& r) {
+  std::string g;
+  for (const Judgement& o : r.outputs)
+    if (o.grade_declared != "fp32" && g.find(o.grade_declared) == std::string::npos) g += (g.empty() ? "" : ",") + o.grade_declared;
+  return g.empty() ? "" : "[" + g + "]";
+}
+
+// Per output "name: met/declared", e.g. "o: fp32/fp32, final_state: io/io".
+std::string grade_cell(const CaseResult& r) {
+  std::string c;
+  for (const Judgement& o : r.outputs) c += (c.empty() ? "" : ", ") + o.output + ": " + o.grade_met + "/" + o.grade_declared;
+  return c.empty() ? "-" : c;
+}
+
 std::string case_name(const CaseResult& r) {
   std::string origin = r.spec.origin == "grid" || r.spec.origin == "random" ? r.spec.origin : "fixture " + r.spec.origin;
   return std::string(ref::dtype_name(r.spec.dtype)) + " [" + r.spec.shape.str() + "] seed " + std::to_string(r.spec.seed) +
@@ -94,7 +124,7 @@ nlohmann::json result_json(const CaseResult& r) {
                       {"seconds", r.seconds},
                       {"worst_ratio", worst_ratio(r)}};
   if (const Judgement* o = r.main_output()) {
-    for (const char* key : {"max_rel_err", "baseline_rel_err", "rel_rms", "baseline_rel_rms", "max_abs_err",
+    for (const char* key : {"grade_declared", "grade_met", "max_rel_err", "baseline_rel_err", "rel_rms", "baseline_rel_rms", "max_abs_err",
                             "worst_timestep", "worst_coordinate", "max_ulps", "cosine", "oracle_margin"})
       j[key] = judgement_json(*o)[key];
   }
@@ -119,7 +149,8 @@ std::string gate_junit(const std::vector<CaseResult>& results, const std::string
     << failures << "\" time=\"" << seconds << "\">\n  <testsuite name=\"" << xml_escape(suite_name) << "\" tests=\""
     << results.size() << "\" failures=\"" << failures << "\" errors=\"0\" time=\"" << seconds << "\">\n";
   for (const CaseResult& r : results) {
-    x << "    <testcase classname=\"" << xml_escape("gate." + r.spec.mechanism + "." + r.spec.subject) << "\" name=\""
+    x << "    <testcase classname=\"" << xml_escape("gate." + r.spec.mechanism + "." + r.spec.subject + declared_suffix(r))
+      << "\" name=\""
       << xml_escape(case_name(r)) << "\" time=\"" << r.seconds << "\">\n      <properties>\n";
     auto prop = [&](const std::string& k, const std::string& v) {
       x << "        <property name=\"" << k << "\" value=\"" << xml_escape(v) << "\"/>\n";
@@ -134,6 +165,10 @@ std::string gate_junit(const std::vector<CaseResult>& results, const std::string
       prop("worst_timestep", std::to_string(o->worst_timestep));
     }
     prop("worst_ratio", sci(worst_ratio(r)));
+    for (const Judgement& o : r.outputs) {
+      prop("grade." + o.output, o.grade_met + " / " + o.grade_declared);
+      for (const auto& [grade, g] : o.grades) prop("worst_ratio." + o.output + "." + grade, sci(g.worst_ratio));
+    }
     prop("oracle_method", r.oracle_method);
     x << "      </properties>\n";
     if (!r.pass)
@@ -152,13 +187,14 @@ std::string gate_markdown(const std::vector<CaseResult>& results, const std::str
   m << "# larc gate\n\nSource tree (reference/ + gpu/): `" << tree_hash << "`. " << results.size() << " cases, "
     << failures << " failed. Tolerance: per timestep and per trailing window of 64, error ≤ 2 × the same-precision "
     << "baseline's + the dtype's rounding of the oracle (docs/gate.md).\n\n"
-    << "| kernel | mechanism | dtype | shape | seed | origin | verdict | max rel err | baseline rel err | worst t | error/tolerance |\n"
-    << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+    << "The grade column gives, per output, the strictest precision grade met / the grade declared.\n\n"
+    << "| kernel | mechanism | dtype | shape | seed | origin | verdict | grade met / declared | max rel err | baseline rel err | worst t | error/tolerance |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const CaseResult& r : results) {
     const Judgement* o = r.main_output();
     m << "| " << r.spec.subject << " | " << r.spec.mechanism << " | " << ref::dtype_name(r.spec.dtype) << " | "
       << r.spec.shape.str() << " | " << r.spec.seed << " | " << r.spec.origin << " | " << (r.pass ? "pass" : "**FAIL**")
-      << " | " << (o ? sci(o->max_rel_err) : "-") << " | " << (o ? sci(o->baseline_rel_err) : "-") << " | "
+      << " | " << grade_cell(r) << " | " << (o ? sci(o->max_rel_err) : "-") << " | " << (o ? sci(o->baseline_rel_err) : "-") << " | "
       << (o ? std::to_string(o->worst_timestep) : "-") << " | " << sci(worst_ratio(r)) << " |\n";
   }
   if (failures) {

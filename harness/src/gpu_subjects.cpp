@@ -113,6 +113,7 @@ void register_gpu_subjects(std::vector<Subject>& out) {
     s.limits.max_V = k.limits.max_V;
     s.limits.max_T = k.limits.max_T;
     s.limits.head_dims = k.limits.head_dims;
+    s.takes_initial_state = k.limits.initial_state;
     s.launch = launcher_of(k, *mechanism);
     out.push_back(std::move(s));
   }

@@ -70,6 +70,16 @@ std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s) {
   return d;
 }
 
+Knob initial_state_knob() {
+  return {.name = kInitialStateKnob, .lo = 0, .hi = 2, .default_value = 0,
+          .meaning = "initial state: 0 none, 1 zero (passed explicitly), 2 random", .integer = true};
+}
+
+InitialState initial_state_of(const KnobValues& knobs) {
+  const auto it = knobs.find(kInitialStateKnob);
+  return it == knobs.end() ? InitialState::none : static_cast<InitialState>(std::lround(it->second));
+}
+
 std::string_view precision_name(Precision p) {
   switch (p) {
     case Precision::f32: return "float";
@@ -104,9 +114,10 @@ KnobValues Mechanism::resolve_knobs(const KnobValues& given) const {
       for (const Knob& k : knobs) known += (known.empty() ? "" : ", ") + k.name;
       throw std::invalid_argument("knob '" + n + "': not a knob of " + name + " (knobs: " + known + ")");
     }
-    if (!(v >= knob->lo && v <= knob->hi))
-      throw std::invalid_argument("knob '" + n + "': expected a value in [" + std::to_string(knob->lo) + ", " +
-                                  std::to_string(knob->hi) + "], got " + std::to_string(v));
+    if (!(v >= knob->lo && v <= knob->hi) || (knob->integer && v != std::round(v)))
+      throw std::invalid_argument("knob '" + n + "': expected " + (knob->integer ? "a whole number" : "a value") + " in [" +
+                                  number(knob->lo) + ", " + number(knob->hi) + "], got " + number(v) + " (" +
+                                  knob->meaning + ")");
     r[n] = v;
   }
   return r;
@@ -117,6 +128,7 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
   std::map<char, std::int64_t> size;
   for (const TensorSpec& spec : inputs) {
     const auto it = in.find(spec.name);
+    if (it == in.end() && spec.optional) continue;
     if (it == in.end()) throw std::invalid_argument(name + ": input '" + spec.name + "' is missing");
     const ref::Tensor<double>& t = it->second;
     bool ok = t.shape.size() == spec.dims.size();

@@ -80,13 +80,16 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
   m.name = "ccq-" + backbone.name;
   m.description = "curvature-conditioned query on " + backbone.name +
                   " (SPEC §2): q̃_t = (I − λ_t Σ_t) q_t, Σ_t the uniform key covariance; the backbone's write, its read with q̃";
-  m.inputs = backbone.inputs;
+  // CCQ's forms start from a zero state: the backbone's optional initial state and its knob are not CCQ's.
+  for (const TensorSpec& in : backbone.inputs)
+    if (!in.optional) m.inputs.push_back(in);
   m.inputs.push_back({"lambda", "BTH", "read gates λ_t ∈ (0, 1), drawn as σ(wᵀq_t + b)"});
   m.outputs = {{"o", "BTHV", "outputs o_t = scale · S_tᵀ q̃_t", false},
                {"final_state", "BHKV", "the backbone's state after the last token", true},
                {"final_key_gram", "BHKK", "C_T = Σ_t k_t k_tᵀ", true},
                {"final_key_sum", "BHK", "m_T = Σ_t k_t", true}};
-  m.knobs = backbone.knobs;
+  for (const Knob& k : backbone.knobs)
+    if (k.name != kInitialStateKnob) m.knobs.push_back(k);
   m.knobs.push_back({"lambda_gain", 0, 4, 1, false, "per-head w ~ N(0, gain²/K) in λ_t = σ(wᵀq_t + b)"});
   m.knobs.push_back({"lambda_bias", -6, 6, 0, false, "b in λ_t = σ(wᵀq_t + b)"});
   m.parameters = backbone.parameters;

@@ -1,8 +1,10 @@
 // GDN, DeltaNet and KLA (reference/delta_rule.h) as gate mechanisms, with FLA's
 // chunk_gated_delta_rule conventions: q, k [B,T,H,K], v [B,T,H,V], g log-decays [B,T,H], beta
-// [B,T,H] (KLA: eta [B,T,H], β = η/(‖k‖² + ε)), scale K^{-1/2}, zero initial state, outputs o
+// [B,T,H] (KLA: eta [B,T,H], β = η/(‖k‖² + ε)), scale K^{-1/2}, an optional initial state
+// [B,H,K,V] in float32 (the initial_state knob), outputs o
 // [B,T,H,V] and the final state [B,H,K,V] in float32.
 #include <cmath>
+#include <optional>
 
 #include "larc/reference/delta_rule.h"
 #include "mechanism_support.h"
@@ -13,11 +15,34 @@ namespace {
 namespace dr = ref::delta_rule;
 
 constexpr double kKlaEps = 1e-6;
+constexpr std::uint64_t kInitialStateStream = 0x50;  // mix_seed stream of the initial state
 
 const std::vector<TensorSpec> kOutputs = {
     {"o", "BTHV", "outputs o_t = scale · S_t^T q_t", false},
     {"final_state", "BHKV", "state after the last token", true},
 };
+
+TensorSpec initial_state_spec() {
+  return {.name = "initial_state", .dims = "BHKV", .meaning = "the state before the first token (zero when absent)",
+          .always_fp32 = true, .optional = true};
+}
+
+// The initial state the case's knob asks for (none, zeros or N(0, 1) entries), drawn from its own
+// stream so that the other inputs do not depend on it.
+void add_initial_state(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+  const InitialState choice = initial_state_of(kn);
+  if (choice == InitialState::none) return;
+  CaseRng rng(mix_seed(seed, kInitialStateStream));
+  in["initial_state"] = choice == InitialState::zero ? ref::Tensor<double>({s.B, s.H, s.K, s.V})
+                                                     : normal_tensor(rng, {s.B, s.H, s.K, s.V}, 1.0);
+}
+
+template <class S>
+std::optional<ref::Tensor<S>> initial_state_in(const ValueMap& in) {
+  const auto it = in.find("initial_state");
+  if (it == in.end()) return std::nullopt;
+  return cast_tensor<S>(it->second);
+}
 
 Knob collinearity_knob() {
   return {"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"};
@@ -41,12 +66,13 @@ Mechanism gdn() {
               {"k", "BTHK", "keys (unit norm)"},
               {"v", "BTHV", "values"},
               {.name = "g", .dims = "BTH", .meaning = "log-decays g ≤ 0", .max = 0},
-              {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1}};
+              {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1},
+              initial_state_spec()};
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(), decay_knob(),
              {"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"},
-             {"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"}};
-  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "zero"}, {"fla_function", "chunk_gated_delta_rule"}};
+             {"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"}, initial_state_knob()};
+  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_gated_delta_rule"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     CaseRng rng(seed);
@@ -56,14 +82,21 @@ Mechanism gdn() {
     in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
     in["g"] = gates_in(rng, s, -kn.at("decay_max"), 0.0);
     in["beta"] = gates_in(rng, s, kn.at("beta_lo"), kn.at("beta_hi"));
+    add_initial_state(in, s, seed, kn);
     return in;
   };
   m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
     return at_precision(p, [&]<class S>() {
       return outputs_of(dr::gdn_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
                                            cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                           cast_tensor<S>(in.at("beta")), {}, {}, form, chunk));
+                                           cast_tensor<S>(in.at("beta")), {}, initial_state_in<S>(in), form, chunk));
     });
+  };
+  m.compute_io = [](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    using F = float;
+    return outputs_of(dr::gdn_batched<F>(cast_tensor<F>(in.at("q")), cast_tensor<F>(in.at("k")), cast_tensor<F>(in.at("v")),
+                                         cast_tensor<F>(in.at("g")), cast_tensor<F>(in.at("beta")), {},
+                                         initial_state_in<F>(in), ref::Form::chunked, chunk, operands));
   };
   return m;
 }
@@ -75,12 +108,13 @@ Mechanism deltanet() {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys (unit norm)"},
               {"v", "BTHV", "values"},
-              {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1}};
+              {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1},
+              initial_state_spec()};
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(),
              {"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"},
-             {"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"}};
-  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "zero"}, {"fla_function", "chunk_delta_rule"}};
+             {"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"}, initial_state_knob()};
+  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_delta_rule"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     CaseRng rng(seed);
@@ -89,14 +123,21 @@ Mechanism deltanet() {
     in["k"] = keys_tensor(rng, s, kn.at("collinearity"), 1.0);
     in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
     in["beta"] = gates_in(rng, s, kn.at("beta_lo"), kn.at("beta_hi"));
+    add_initial_state(in, s, seed, kn);
     return in;
   };
   m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
     return at_precision(p, [&]<class S>() {
       return outputs_of(dr::deltanet_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")), {}, {},
-                                                form, chunk));
+                                                cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")), {},
+                                                initial_state_in<S>(in), form, chunk));
     });
+  };
+  m.compute_io = [](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    using F = float;
+    return outputs_of(dr::deltanet_batched<F>(cast_tensor<F>(in.at("q")), cast_tensor<F>(in.at("k")),
+                                              cast_tensor<F>(in.at("v")), cast_tensor<F>(in.at("beta")), {},
+                                              initial_state_in<F>(in), ref::Form::chunked, chunk, operands));
   };
   return m;
 }
@@ -109,13 +150,14 @@ Mechanism kla() {
               {"k", "BTHK", "keys (any norm)"},
               {"v", "BTHV", "values"},
               {.name = "g", .dims = "BTH", .meaning = "log-decays g ≤ 0", .max = 0},
-              {.name = "eta", .dims = "BTH", .meaning = "relaxation gates η ∈ (0, 1]", .min = 0, .max = 1}};
+              {.name = "eta", .dims = "BTH", .meaning = "relaxation gates η ∈ (0, 1]", .min = 0, .max = 1},
+              initial_state_spec()};
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(), decay_knob(),
              {"key_norm", 1e-2, 1e2, 1, true, "‖k_t‖"},
              {"eta_lo", 1e-3, 1, 0.05, false, "η ~ U(eta_lo, eta_hi)"},
-             {"eta_hi", 1e-3, 1, 1, false, "η ~ U(eta_lo, eta_hi)"}};
-  m.parameters = {{"scale", "K^-1/2"}, {"eps", kKlaEps}, {"initial_state", "zero"}};
+             {"eta_hi", 1e-3, 1, 1, false, "η ~ U(eta_lo, eta_hi)"}, initial_state_knob()};
+  m.parameters = {{"scale", "K^-1/2"}, {"eps", kKlaEps}, {"initial_state", "the initial_state knob: none, zero or random"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     CaseRng rng(seed);
@@ -125,15 +167,22 @@ Mechanism kla() {
     in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
     in["g"] = gates_in(rng, s, -kn.at("decay_max"), 0.0);
     in["eta"] = gates_in(rng, s, kn.at("eta_lo"), kn.at("eta_hi"));
+    add_initial_state(in, s, seed, kn);
     return in;
   };
   m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
     return at_precision(p, [&]<class S>() {
       return outputs_of(dr::kla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
                                            cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                           cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps), {}, {},
-                                           form, chunk));
+                                           cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps), {},
+                                           initial_state_in<S>(in), form, chunk));
     });
+  };
+  m.compute_io = [](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    using F = float;
+    return outputs_of(dr::kla_batched<F>(cast_tensor<F>(in.at("q")), cast_tensor<F>(in.at("k")), cast_tensor<F>(in.at("v")),
+                                         cast_tensor<F>(in.at("g")), cast_tensor<F>(in.at("eta")), F(kKlaEps), {},
+                                         initial_state_in<F>(in), ref::Form::chunked, chunk, operands));
   };
   return m;
 }

@@ -4,8 +4,9 @@
 
 namespace larc::harness::detail {
 
-void run_reference_in_float(const Mechanism& m, ref::Form form, const TensorMap& inputs, TensorMap& outputs) {
-  const ValueMap values = m.compute(decode_all(inputs), Precision::f32, form, kReferenceChunk);
+namespace {
+// Writes float64 values into the outputs, each rounded to its tensor's dtype.
+void write_rounded(const Mechanism& m, const ValueMap& values, TensorMap& outputs) {
   for (auto& [name, out] : outputs) {
     const ref::Tensor<double>& v = values.at(name);
     if (v.shape != out.shape())
@@ -13,6 +14,17 @@ void run_reference_in_float(const Mechanism& m, ref::Form form, const TensorMap&
                              ref::shape_string(out.shape()));
     for (std::size_t i = 0; i < out.size(); ++i) out.set(i, v.data[i]);
   }
+}
+}  // namespace
+
+void run_reference_in_float(const Mechanism& m, ref::Form form, const TensorMap& inputs, TensorMap& outputs) {
+  write_rounded(m, m.compute(decode_all(inputs), Precision::f32, form, kReferenceChunk), outputs);
+}
+
+void run_reference_io(const Mechanism& m, ref::OperandFormat operands, std::int64_t chunk, const TensorMap& inputs,
+                      TensorMap& outputs) {
+  if (!m.compute_io) throw std::invalid_argument(m.name + " has no io form (no chunked form)");
+  write_rounded(m, m.compute_io(decode_all(inputs), operands, chunk), outputs);
 }
 
 void register_reference_subjects(std::vector<Subject>& out) {

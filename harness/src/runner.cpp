@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include "reference_subjects.h"
@@ -17,7 +19,8 @@ std::string knob_value(double v) {
   return buf;
 }
 
-Dtype output_dtype(const TensorSpec& spec, Dtype case_dtype) { return spec.fp32_output ? Dtype::fp32 : case_dtype; }
+// The dtype of a case's tensor: the case's, or float32 for the states FLA keeps in float32.
+Dtype tensor_dtype(const TensorSpec& spec, Dtype case_dtype) { return spec.always_fp32 ? Dtype::fp32 : case_dtype; }
 
 // Per output, per slice: ‖|oracle − other| + u₆₄·|oracle|‖₂, where `other` is the reference at a
 // second precision and u₆₄·|oracle| bounds the rounding of the dd oracle to the float64 it is kept in.
@@ -39,18 +42,32 @@ std::map<std::string, std::vector<double>> estimate_against(const Mechanism& m, 
 const char* kDoubleMethod = "|dd - double| + u64|dd| (the double run's error bounds dd's from above)";
 const char* kF128Method = "|dd - float128| + u64|dd| (escalated: the double estimate was not 1000x below the tolerance)";
 
+// The reference's outputs of a baseline, each rounded to its dtype, in float64.
+ValueMap baseline_values(const Mechanism& m, const PreparedCase& p, const std::function<void(TensorMap&)>& run) {
+  TensorMap base = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
+  run(base);
+  return decode_all(base);
+}
+
 // Judges `values` (the subject's outputs) and fills r.outputs, r.errors and r.pass; escalates the
-// oracle's estimate to float128 once when it does not certify at double.
+// oracle's estimate to float128 once when it does not certify at double. Every output is judged at
+// fp32 and, where the mechanism has an io form, at the relaxed grade of the case's dtype (grade.h);
+// the verdict is the declared grade's.
 void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<std::string, std::vector<bool>>& unwritten,
-                  const ToleranceConfig& cfg, CaseResult& r) {
+                  const GradeDeclaration& grades, const ToleranceConfig& cfg, CaseResult& r) {
   const Mechanism& m = find_mechanism(p.spec.mechanism);
+  grades.validate(m);
   std::vector<ValueMap> baselines;  // the reference's float forms (tolerance.h: the baseline's level)
   for (ref::Form form : m.forms) {
     if (form == ref::Form::materialized) continue;
-    TensorMap base = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
-    detail::run_reference_in_float(m, form, p.inputs, base);
-    baselines.push_back(decode_all(base));
+    baselines.push_back(baseline_values(m, p, [&](TensorMap& out) { detail::run_reference_in_float(m, form, p.inputs, out); }));
   }
+  const Grade relaxed = relaxed_grade_for(p.spec.dtype);
+  std::optional<ValueMap> io_baseline;
+  if (m.compute_io)
+    io_baseline = baseline_values(m, p, [&](TensorMap& out) {
+      detail::run_reference_io(m, io_operand_format(p.spec.dtype), grades.chunk, p.inputs, out);
+    });
 
   auto judge_all = [&](const std::map<std::string, std::vector<double>>& estimate) {
     std::vector<Judgement> js;
@@ -59,7 +76,7 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       if (v == values.end()) continue;
       OutputUnderTest out;
       out.name = spec.name;
-      out.dtype = output_dtype(spec, p.spec.dtype);
+      out.dtype = tensor_dtype(spec, p.spec.dtype);
       out.time_axis = m.time_axis(spec.name);
       out.subject = &v->second;
       const auto u = unwritten.find(spec.name);
@@ -68,7 +85,21 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       for (const ValueMap& b : baselines) out.baselines.push_back(&b.at(spec.name));
       const auto e = estimate.find(spec.name);
       if (e != estimate.end()) out.oracle_error = e->second;
-      js.push_back(judge(out, cfg));
+      std::map<Grade, Judgement> at;
+      at.emplace(Grade::fp32, judge(out, cfg));
+      if (io_baseline) {
+        out.baselines.push_back(&io_baseline->at(spec.name));
+        at.emplace(relaxed, judge(out, cfg));
+      }
+      const Grade declared = grades.of(spec.name);
+      Judgement j = at.at(effective_grade(declared, p.spec.dtype));
+      j.grade_declared = grade_name(declared);
+      j.grade_met = "none";
+      for (const auto& [g, jg] : at) {
+        j.grades[std::string(grade_name(g))] = {jg.pass, jg.worst_ratio, jg.baseline_rel_err};
+        if (jg.pass && j.grade_met == "none") j.grade_met = grade_name(g);  // fp32 comes first: the strictest
+      }
+      js.push_back(std::move(j));
     }
     return js;
   };
@@ -99,7 +130,7 @@ void check_inputs(const Mechanism& m, const PreparedCase& p) {
 
 TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype) {
   TensorMap out;
-  for (const TensorSpec& o : m.outputs) out.emplace(o.name, TypedTensor::poisoned(output_dtype(o, dtype), dims_of(o.dims, s)));
+  for (const TensorSpec& o : m.outputs) out.emplace(o.name, TypedTensor::poisoned(tensor_dtype(o, dtype), dims_of(o.dims, s)));
   return out;
 }
 
@@ -136,7 +167,9 @@ PreparedCase prepare_case(const CaseSpec& spec) {
   p.spec = spec;
   p.spec.knobs = m.resolve_knobs(spec.knobs);
   const ValueMap values = m.generate(spec.shape, spec.seed, p.spec.knobs);
-  for (const TensorSpec& in : m.inputs) p.inputs.emplace(in.name, TypedTensor::encode(spec.dtype, values.at(in.name)));
+  for (const TensorSpec& in : m.inputs)
+    if (const auto v = values.find(in.name); v != values.end())
+      p.inputs.emplace(in.name, TypedTensor::encode(tensor_dtype(in, spec.dtype), v->second));
   compute_oracle(p);
   return p;
 }
@@ -173,12 +206,13 @@ CaseResult run_subject(const PreparedCase& p, const Subject& subject, const Tole
     mask.resize(t.size());
     for (std::size_t i = 0; i < t.size(); ++i) mask[i] = t.is_poison(i);
   }
-  judge_values(p, decode_all(first), unwritten, cfg, r);
+  judge_values(p, decode_all(first), unwritten, subject.grades, cfg, r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 
-CaseResult judge_candidate(const PreparedCase& p, const TensorMap& candidate, const ToleranceConfig& cfg) {
+CaseResult judge_candidate(const PreparedCase& p, const TensorMap& candidate, const GradeDeclaration& grades,
+                           const ToleranceConfig& cfg) {
   const auto start = std::chrono::steady_clock::now();
   CaseResult r;
   r.spec = p.spec;
@@ -196,7 +230,7 @@ CaseResult judge_candidate(const PreparedCase& p, const TensorMap& candidate, co
                                   ref::shape_string(t.shape()));
     values.emplace(name, t.decode());
   }
-  judge_values(p, values, {}, cfg, r);
+  judge_values(p, values, {}, grades, cfg, r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

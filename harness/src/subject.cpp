@@ -43,6 +43,10 @@ std::string ShapeLimits::describe() const {
   return out.empty() ? "any shape" : out;
 }
 
+bool Subject::takes(const KnobValues& knobs) const {
+  return takes_initial_state || initial_state_of(knobs) == InitialState::none;
+}
+
 bool Subject::supports(Dtype d) const { return std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end(); }
 
 namespace {
@@ -61,9 +65,14 @@ std::vector<Subject>& registry() {
 
 void register_subject(Subject s) {
   if (s.name.empty()) throw std::invalid_argument("register_subject: name must not be empty");
-  find_mechanism(s.mechanism);  // throws naming the known mechanisms
+  const Mechanism& m = find_mechanism(s.mechanism);  // throws naming the known mechanisms
   if (s.dtypes.empty()) throw std::invalid_argument("register_subject: " + s.name + ": dtypes must not be empty");
   if (!s.launch) throw std::invalid_argument("register_subject: " + s.name + ": launch must be set");
+  try {
+    s.grades.validate(m);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("register_subject: " + s.name + ": " + e.what());
+  }
   for (const Subject& x : registry())
     if (x.name == s.name && x.mechanism == s.mechanism)
       throw std::invalid_argument("register_subject: '" + s.name + "' is already registered for " + s.mechanism);

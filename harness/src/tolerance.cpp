@@ -164,6 +164,9 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
   for (std::size_t s = 0; s < n_slices; ++s) ey[s] = std::sqrt(ey[s]), eo[s] = std::sqrt(eo[s]);
 
   const double u = ref::dtype_unit_roundoff(out.dtype);
+  j.slice_error = ey;
+  j.slice_floor.resize(n_slices);
+  for (std::size_t t = 0; t < n_slices; ++t) j.slice_floor[t] = u * eo[t];
   const auto W = static_cast<std::size_t>(std::max<std::int64_t>(1, cfg.window));
   j.oracle_margin = std::numeric_limits<double>::infinity();
   double worst_timestep_ratio = 0;
@@ -211,6 +214,7 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     j.violations.push_back(out.name + ": the oracle's error estimate is only " + num(j.oracle_margin) +
                            "× below the tolerance (needs " + num(cfg.oracle_margin) + "×)");
 
+  j.oracle_norm = std::sqrt(sum_o2);
   if (sum_o2 > 0) {
     j.rel_rms = std::sqrt(sum_y2 / sum_o2);
     j.baseline_rel_rms = std::sqrt(sum_z2 / sum_o2);

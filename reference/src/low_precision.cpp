@@ -43,6 +43,12 @@ float round_to_bf16(float x) { return static_cast<float>(round_bf16(x)); }
 
 float round_to_fp16(float x) { return static_cast<float>(round_fp16(x)); }
 
+// TF32: 10 stored mantissa bits and float's exponent range (smallest normal 2^-126, largest
+// (2 − 2^-10)·2^127); a float never rounds past it to inf except from float's own top binade.
+float round_to_tf32(float x) {
+  return static_cast<float>(round_to_format(x, 11, -125, std::ldexp(2.0 - std::ldexp(1.0, -10), 127)));
+}
+
 double round_to(Dtype d, double x) {
   switch (d) {
     case Dtype::bf16: return round_bf16(x);

@@ -63,11 +63,12 @@ Launch valid_launch(const Kernel& k, DType dtype, bool device) {
     to[name] = v;
   };
   for (const auto& spec : m.inputs) {
+    if (spec.optional) continue;  // the initial state: added below for the kernels that take one
     add(L.args.inputs, spec.name, larc::harness::dims_of(spec.dims, s), dtype);
     L.required.push_back(spec.name);
   }
   for (const auto& spec : m.outputs) {
-    const bool state = spec.fp32_output;
+    const bool state = spec.always_fp32;
     add(L.args.outputs, spec.name, larc::harness::dims_of(spec.dims, state ? states : s),
         state ? DType::fp32 : dtype);
     if (!state) L.required.push_back(spec.name);

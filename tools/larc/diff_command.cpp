@@ -11,6 +11,7 @@
 #include "larc/fixtures/safetensors.h"
 #include "larc/harness/fixture.h"
 #include "larc/harness/gate.h"
+#include "larc/harness/profile.h"
 #include "output_files.h"
 
 namespace larc::cli {
@@ -20,10 +21,29 @@ namespace h = larc::harness;
 
 struct DiffCli {
   std::string fixture, candidate, kernel, prefix, json_path;
+  std::string grade = "fp32";
+  std::vector<std::string> grade_of;  // OUTPUT=GRADE
+  std::int64_t grade_chunk = 64;
+  std::string record_profile, against;
+  double k_reg = h::kRegressionFactor;
 };
 
+// The grades --grade, --grade-of and --grade-chunk declare; throws std::invalid_argument naming the option.
+h::GradeDeclaration declared_grades(const DiffCli& c) {
+  h::GradeDeclaration d;
+  d.grade = h::parse_grade(c.grade, "--grade");
+  d.chunk = c.grade_chunk;
+  for (const std::string& item : c.grade_of) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument("--grade-of: expected OUTPUT=GRADE (e.g. final_state=io), got '" + item + "'");
+    d.outputs[item.substr(0, eq)] = h::parse_grade(item.substr(eq + 1), "--grade-of " + item.substr(0, eq));
+  }
+  return d;
+}
+
 int run_diff(const DiffCli& c) {
-  if (!can_write("diff", "--json", c.json_path)) return 2;
+  if (!can_write("diff", "--json", c.json_path) || !can_write("diff", "--record-profile", c.record_profile)) return 2;
   h::PreparedCase prepared;
   h::TensorMap candidate;
   try {
@@ -34,21 +54,49 @@ int run_diff(const DiffCli& c) {
     std::cerr << "larc diff: " << e.what() << "\n";
     return 2;
   }
+  h::GradeDeclaration grades;
+  try {
+    grades = declared_grades(c);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "larc diff: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    grades.validate(h::find_mechanism(prepared.spec.mechanism));
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "larc diff: --grade/--grade-of/--grade-chunk: " << e.what() << "\n";
+    return 2;
+  }
   h::CaseResult r;
   try {
-    r = h::judge_candidate(prepared, candidate);
+    r = h::judge_candidate(prepared, candidate, grades);
   } catch (const std::invalid_argument& e) {
     std::cerr << "larc diff: " << c.candidate << ": " << e.what() << "\n";
     return 2;
   }
   r.spec.subject = c.kernel.empty() ? std::filesystem::path(c.candidate).stem().string() : c.kernel;
+  if (!c.against.empty()) {
+    try {
+      h::Profile::read(c.against).check(r, {.k_reg = c.k_reg});
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "larc diff: --against: " << e.what() << "\n";
+      return 2;
+    }
+  }
   std::cout << "fixture " << c.fixture << ": " << r.spec.mechanism << " " << larc::ref::dtype_name(r.spec.dtype) << " ["
             << r.spec.shape.str() << "] seed " << r.spec.seed << "\ncandidate " << c.candidate << "\n";
-  for (const h::Judgement& j : r.outputs)
-    std::cout << "  " << j.output << ": " << (j.pass ? "pass" : "FAIL") << "  max_rel_err " << j.max_rel_err
-              << " (baseline " << j.baseline_rel_err << ")  rel_rms " << j.rel_rms << " (baseline " << j.baseline_rel_rms
-              << ")  error/tolerance " << j.worst_ratio << " at t=" << j.worst_timestep << "  max " << j.max_ulps
-              << " ulps  cosine " << j.cosine << "\n";
+  for (const h::Judgement& j : r.outputs) {
+    std::cout << "  " << j.output << ": " << (j.pass ? "pass" : "FAIL") << " at " << j.grade_declared << " (grade met: "
+              << j.grade_met << ")  max_rel_err " << j.max_rel_err << " (baseline " << j.baseline_rel_err << ")  rel_rms "
+              << j.rel_rms << " (baseline " << j.baseline_rel_rms << ")  error/tolerance " << j.worst_ratio << " at t="
+              << j.worst_timestep << "  max " << j.max_ulps << " ulps  cosine " << j.cosine << "\n";
+    if (j.profile_ratio >= 0)
+      std::cout << "    against the profile: error/regression tolerance " << j.profile_ratio << ", error grew up to "
+                << j.profile_growth << "x the recorded one\n";
+    for (const auto& [grade, g] : j.grades)
+      std::cout << "    at " << grade << ": " << (g.pass ? "pass" : "fail") << ", error/tolerance " << g.worst_ratio
+                << ", baseline max_rel_err " << g.baseline_rel_err << "\n";
+  }
   for (const std::string& e : r.errors) std::cout << "  " << e << "\n";
   std::cout << (r.pass ? "PASS" : "FAIL") << "\n";
   if (!c.json_path.empty()) {
@@ -59,6 +107,8 @@ int run_diff(const DiffCli& c) {
     j["reproduce"] = "larc diff " + c.fixture + " " + c.candidate;
     write_text_file(c.json_path, nlohmann::json{{"tree_hash", h::source_tree_hash()}, {"results", {j}}}.dump(2) + "\n");
   }
+  if (!c.record_profile.empty())
+    write_text_file(c.record_profile, h::record_profile({r}, h::source_tree_hash()).dump() + "\n");
   return r.pass ? 0 : 1;
 }
 }  // namespace
@@ -71,6 +121,14 @@ std::function<int()> add_diff_command(CLI::App& app) {
   cmd->add_option("--kernel", c->kernel, "Name of the kernel in the report (default: the candidate file's name)");
   cmd->add_option("--prefix", c->prefix, "Read output NAME from the candidate's tensor PREFIX+NAME (e.g. oracle.)");
   cmd->add_option("--json", c->json_path, "Write the result as JSON (the gate's schema)");
+  cmd->add_option("--grade", c->grade, "The precision grade the outputs are judged at: fp32 (default), io, io:tf32 (docs/gate.md)");
+  cmd->add_option("--grade-of", c->grade_of, "OUTPUT=GRADE: one output's grade (e.g. final_state=io); repeatable");
+  cmd->add_option("--record-profile", c->record_profile,
+                  "Write an accuracy-regression profile of this candidate's per-timestep errors (docs/gate.md)");
+  cmd->add_option("--against", c->against, "Fail where the error grows past k_reg × the profile's recorded error");
+  cmd->add_option("--k-reg", c->k_reg, "The growth factor --against allows (default: the calibrated one)")
+      ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--grade-chunk", c->grade_chunk, "The chunk size of the kernel's arithmetic: the io baseline's (default 64)");
   return [cmd, c]() -> int { return cmd->parsed() ? run_diff(*c) : -1; };
 }
 

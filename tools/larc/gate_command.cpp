@@ -11,6 +11,7 @@
 
 #include "larc/fixtures/safetensors.h"
 #include "larc/harness/gate.h"
+#include "larc/harness/profile.h"
 #include "larc/harness/progress.h"
 #include "knob_option.h"
 #include "option_checks.h"
@@ -26,7 +27,9 @@ struct GateCli {
   std::uint64_t seed = 1;
   std::uint64_t random = 8;
   unsigned jobs = 1;
-  std::string shard, json_path, junit_path, markdown_path, verify_report;
+  std::string shard, json_path, junit_path, markdown_path, verify_report, record_profile, against;
+  double k_reg = h::kRegressionFactor;
+  std::string profile_subject;
   std::optional<std::uint64_t> shard_count;
   bool no_grid = false, progress = false, list = false;
 };
@@ -82,8 +85,10 @@ int run_gate_command(const GateCli& c) {
   if (const std::string gpu = h::assign_gpu_to_shard(shard.shard.index); !gpu.empty())
     std::cerr << "shard " << shard.shard.str() << " runs its GPU kernels on " << gpu << "\n";
   if (!can_write("gate", "--json", c.json_path) || !can_write("gate", "--junit", c.junit_path) ||
-      !can_write("gate", "--markdown", c.markdown_path))
+      !can_write("gate", "--markdown", c.markdown_path) || !can_write("gate", "--record-profile", c.record_profile))
     return 2;
+  std::optional<h::Profile> against;
+  if (!c.against.empty()) against = h::Profile::read(c.against);  // a bad profile: exit 2 before any case runs
   h::GatePlan plan;
   try {
     plan = h::plan_gate(o);
@@ -95,14 +100,20 @@ int run_gate_command(const GateCli& c) {
   for (std::size_t i = 0; i < plan.groups.size(); ++i)
     if (shard.shard.holds(i)) total += plan.groups[i].subjects.size();
   h::Progress progress("larc gate", total, c.progress);
-  const std::vector<h::CaseResult> results =
+  if (against) h::require_recorded(*against, plan, shard.shard, c.profile_subject);
+  std::vector<h::CaseResult> results =
       h::run_gate(plan, shard.shard, {}, [&](std::size_t done, std::size_t failed) { progress.update(done, failed); }, c.jobs);
+  if (against) {
+    for (h::CaseResult& r : results) against->check(r, {.k_reg = c.k_reg, .as_subject = c.profile_subject});
+    std::cout << "against the profile " << c.against << " (k_reg " << c.k_reg << ")\n";
+  }
   std::cout << h::gate_table(results);
   if (shard.source != "none") std::cout << "shard " << shard.shard.str() << " (from " << shard.source << ")\n";
   const std::string tree = h::source_tree_hash();
   if (!c.json_path.empty()) write_text_file(c.json_path, h::gate_json(results, tree, shard.shard).dump(2) + "\n");
   if (!c.junit_path.empty()) write_text_file(c.junit_path, h::gate_junit(results, "larc gate"));
   if (!c.markdown_path.empty()) write_text_file(c.markdown_path, h::gate_markdown(results, tree));
+  if (!c.record_profile.empty()) write_text_file(c.record_profile, h::record_profile(results, tree).dump() + "\n");
   for (const h::CaseResult& r : results)
     if (!r.pass) return 1;
   return 0;
@@ -132,6 +143,14 @@ std::function<int()> add_gate_command(CLI::App& app) {
   cmd->add_option("--json", c->json_path, "Write the results as JSON");
   cmd->add_option("--junit", c->junit_path, "Write the results as JUnit XML (one testcase per case)");
   cmd->add_option("--markdown", c->markdown_path, "Write a Markdown summary");
+  cmd->add_option("--record-profile", c->record_profile,
+                  "Write an accuracy-regression profile: every case's per-timestep errors (docs/gate.md)");
+  cmd->add_option("--against", c->against,
+                  "Fail a case whose error grows past k_reg × the profile's recorded error anywhere (docs/gate.md)");
+  cmd->add_option("--k-reg", c->k_reg, "The growth factor --against allows (default: the calibrated one)")
+      ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--profile-subject", c->profile_subject,
+                  "With --against: compare every subject with this subject's record (e.g. a rewrite of a kernel)");
   cmd->add_flag("--progress", c->progress, "Show progress on stderr even when it is not a terminal");
   cmd->add_option("--verify-report", c->verify_report,
                   "Check that a committed gate/benchmark report (JSON with tree_hash) was made from the current "

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "larc/harness/typed_tensor.h"
+#include "larc/reference/matmul_operands.h"
 
 namespace larc::harness {
 
@@ -37,7 +38,8 @@ struct TensorSpec {
   std::string name;     // "q", "g", "o", "final_state", ...
   std::string dims;     // letters, see dims_of
   std::string meaning;  // one line for docs and `larc fixtures show`
-  bool fp32_output = false;  // an output kept in float32 whatever the case's dtype (FLA's final state)
+  bool always_fp32 = false;  // kept in float32 whatever the case's dtype (FLA's initial and final states)
+  bool optional = false;     // an input a case may leave out (the initial state: zero when absent)
   // The values an input may hold, bounds included (e.g. max = 0 for log-decays); Mechanism::shape_of
   // refuses a value outside them naming the input.
   double min = -std::numeric_limits<double>::infinity(), max = std::numeric_limits<double>::infinity();
@@ -49,8 +51,18 @@ struct Knob {
   double lo = 0, hi = 1, default_value = 0;
   bool log_scale = false;
   std::string meaning;
+  bool integer = false;  // takes whole numbers only (a choice among named values)
 };
+
 using KnobValues = std::map<std::string, double>;
+
+// The knob of every mechanism whose state is a matrix: 0 no initial state (the kernel gets none),
+// 1 an all-zero initial state passed explicitly, 2 a random one.
+inline constexpr const char* kInitialStateKnob = "initial_state";
+enum class InitialState { none = 0, zero = 1, random = 2 };
+Knob initial_state_knob();
+// The case's initial-state choice (none when the mechanism has no such knob).
+InitialState initial_state_of(const KnobValues& knobs);
 
 enum class Precision { f32, f64, dd, f128 };
 std::string_view precision_name(Precision p);  // "float", "double", "dd_real", "float128"
@@ -67,6 +79,10 @@ struct Mechanism {
   // The reference outputs of `inputs` (exact values, e.g. already rounded to a dtype) computed at the
   // given precision and form, returned in float64 (rounded to nearest from the precision).
   std::function<ValueMap(const ValueMap& inputs, Precision, ref::Form, std::int64_t chunk)> compute;
+  // The io grade's baseline (grade.h): the chunked form in float with every matrix-product operand
+  // rounded to `operands`, outputs in float64. Empty for mechanisms without a chunked form, which can
+  // only be judged at fp32.
+  std::function<ValueMap(const ValueMap& inputs, ref::OperandFormat operands, std::int64_t chunk)> compute_io;
 
   const TensorSpec& output(std::string_view name) const;  // throws std::invalid_argument
   // The index of the time axis (T) of an output, -1 for outputs without one (final states).

@@ -66,11 +66,14 @@ struct CaseResult {
   const Judgement* main_output() const;
 };
 
-// Runs the subject on the prepared case and judges it (subject.mechanism must be the case's).
+// Runs the subject on the prepared case and judges it at the grades it declares (subject.mechanism
+// must be the case's).
 CaseResult run_subject(const PreparedCase& prepared, const Subject& subject, const ToleranceConfig& config = {});
 // Judges outputs computed elsewhere (`larc diff`): every output of the mechanism present in
 // `candidate` is judged, "o" is required; values of any float dtype are taken as they are.
-CaseResult judge_candidate(const PreparedCase& prepared, const TensorMap& candidate, const ToleranceConfig& config = {});
+// The verdict of each output is at the grade `grades` declares for it (grade.h).
+CaseResult judge_candidate(const PreparedCase& prepared, const TensorMap& candidate, const GradeDeclaration& grades = {},
+                           const ToleranceConfig& config = {});
 // prepare_case + run_subject.
 CaseResult run_case(const CaseSpec& spec, const ToleranceConfig& config = {});
 

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "larc/harness/grade.h"
 #include "larc/harness/mechanism.h"
 
 namespace larc::harness {
@@ -48,12 +49,17 @@ struct Subject {
   ShapeLimits limits;
   Launcher launch;
   std::string description;
+  GradeDeclaration grades;      // the precision grade of each output and its chunk size (fp32 by default)
+  bool takes_initial_state = true;  // reads an "initial_state" input (cases with one skip it otherwise)
+  // Whether this subject can run `knobs`' case (it takes the case's initial state, if any).
+  bool takes(const KnobValues& knobs) const;
   bool supports(Dtype d) const;
 };
 
 // Adds a subject. A subject is identified by (name, mechanism): one kernel family may register the
 // same name for several mechanisms. Throws std::invalid_argument when the pair is taken, the name is
-// empty, the mechanism is unknown, no dtype is given or the launcher is empty.
+// empty, the mechanism is unknown, no dtype is given, the launcher is empty or the grades are not
+// ones the mechanism can have (GradeDeclaration::validate).
 void register_subject(Subject s);
 // Every registered subject: the reference's own CPU forms first (reference_subjects.cpp: for every
 // mechanism ref-serial-f32, ref-chunked-f32 and, where the family has one, ref-streamed-f32), then

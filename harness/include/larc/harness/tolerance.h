@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,23 @@ struct Judgement {
   double whole_tensor_ratio = 0;                 // ‖Y − O‖_F / (k‖Z − O‖_F + u_D‖O‖_F): reported, never a criterion
   double oracle_margin = 0;                      // min over slices of tolerance / oracle error (inf when exact)
   bool oracle_certified = false;                 // oracle_margin ≥ config.oracle_margin (else the case fails)
+
+  double oracle_norm = 0;                        // ‖O‖_F over finite elements (names the oracle in profiles)
+  // Per slice: e_t(Y) and the floor F_t = u_D‖O_t‖ (what an accuracy-regression profile records).
+  std::vector<double> slice_error, slice_floor;
+
+  // Precision grades (grade.h), filled by the runner: the grade the verdict is at (the declared one),
+  // the strictest grade the output meets ("none" when it meets none the case admits), and for each
+  // grade evaluated whether it passes there, its worst ratio and that grade's baseline error.
+  struct GradeFigures {
+    bool pass = false;
+    double worst_ratio = 0, baseline_rel_err = 0;
+  };
+  std::string grade_declared = "fp32", grade_met;
+  // Against an accuracy-regression profile (profile.h; -1 when none was given): the worst ratio to
+  // the regression tolerance and the largest growth of e_t over the recorded error.
+  double profile_ratio = -1, profile_growth = -1;
+  std::map<std::string, GradeFigures, std::less<>> grades;
 };
 
 Judgement judge(const OutputUnderTest& out, const ToleranceConfig& config = {});

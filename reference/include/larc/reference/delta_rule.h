@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
 
@@ -167,10 +168,20 @@ Mat<S> unit_lower_solve(const Mat<S>& m, Mat<S> r) {
 //   O = scale [Diag(γ) Q S_c + ((Q K^T) ⊙ Γ ⊙ L) V_new]
 //   S_{c+1} = γ_{C−1} S_c + (Diag(Γ_{C−1,·}) K)^T V_new
 // KLA-C4's "only B changes": KLA runs through this very function with kla_beta's β.
+// Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
+// grade's baseline, whose rounded operands are K, Q, T_u and T_w (formed in S, then rounded), B V and
+// B K, W and S_c (as operands of W S_c and Q S_c), V_new, P = (Q K^T) ⊙ Γ ⊙ L and Diag(Γ_{C−1,·}) K;
+// U, γ, the solve and the carried state stay in S (docs/gate.md "Precision grades").
 template <class S>
-SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
+SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p);
   if (chunk < 1) throw std::invalid_argument("delta_rule::chunked: chunk size must be >= 1");
+  // T·R for T = (I + StrictLower(M))^{-1}: one solve on R, or, when operands are rounded, T formed
+  // first so that it can be rounded as a product operand.
+  auto apply_inverse = [&ops](const Mat<S>& m, const Mat<S>& r) -> Mat<S> {
+    if (!ops.rounds()) return detail::unit_lower_solve<S>(m, r);
+    return ops.product(detail::unit_lower_solve<S>(m, Mat<S>::Identity(m.rows(), m.rows())), r);
+  };
   Mat<S> state = p.start_state();
   Mat<S> o(p.T(), p.dv());
   for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
@@ -184,15 +195,15 @@ SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk) {
       for (Eigen::Index j = i - 1; j >= 0; --j) gamma_ij(i, j) = gamma_ij(i, j + 1) * p.alpha(c0 + j + 1);
       gamma(i) = (i == 0 ? S(1) : gamma(i - 1)) * p.alpha(c0 + i);
     }
-    const Mat<S> kkt = K * K.transpose();
+    const Mat<S> kkt = ops.product(K, K.transpose());
     const Mat<S> bkkt = beta.asDiagonal() * kkt;
-    const Mat<S> U = detail::unit_lower_solve<S>(bkkt.cwiseProduct(gamma_ij), beta.asDiagonal() * V);
-    const Mat<S> W = detail::unit_lower_solve<S>(bkkt, beta.asDiagonal() * K);
-    const Mat<S> v_new = U - gamma.asDiagonal() * (W * state);
-    const Mat<S> qk = (Q * K.transpose()).cwiseProduct(gamma_ij);  // Γ is zero above the diagonal
-    o.middleRows(c0, n) = p.scale * (gamma.asDiagonal() * (Q * state) + qk * v_new);
+    const Mat<S> U = apply_inverse(bkkt.cwiseProduct(gamma_ij), beta.asDiagonal() * V);
+    const Mat<S> W = apply_inverse(bkkt, beta.asDiagonal() * K);
+    const Mat<S> v_new = U - gamma.asDiagonal() * ops.product(W, state);
+    const Mat<S> qk = ops.product(Q, K.transpose()).cwiseProduct(gamma_ij);  // Γ is zero above the diagonal
+    o.middleRows(c0, n) = p.scale * (gamma.asDiagonal() * ops.product(Q, state) + ops.product(qk, v_new));
     const Vec<S> to_end = gamma_ij.row(n - 1).transpose();
-    state = (gamma(n - 1) * state + (to_end.asDiagonal() * K).transpose() * v_new).eval();
+    state = (gamma(n - 1) * state + ops.product((to_end.asDiagonal() * K).transpose(), v_new)).eval();
   }
   return {std::move(o), std::move(state)};
 }
@@ -209,13 +220,13 @@ SeqResult<S> streamed(const Problem<S>& p) {
   return {std::move(o), st.matrix()};
 }
 
-// Runs the given form (chunk is used by Form::chunked only).
+// Runs the given form (chunk and ops are used by Form::chunked only).
 template <class S>
-SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk) {
+SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   switch (form) {
     case Form::serial: return serial(p);
     case Form::materialized: return materialized(p);
-    case Form::chunked: return chunked(p, chunk);
+    case Form::chunked: return chunked(p, chunk, ops);
     case Form::streamed: return streamed(p);
   }
   throw std::invalid_argument("delta_rule::run: unknown form");
@@ -245,7 +256,7 @@ namespace detail {
 template <class S, class GatesOf>
 BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                              std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
-                             Form form, Eigen::Index chunk, GatesOf&& gates_of) {
+                             Form form, Eigen::Index chunk, OperandFormat operands, GatesOf&& gates_of) {
   const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
   BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
   for (std::int64_t b = 0; b < B; ++b) {
@@ -254,7 +265,7 @@ BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
       Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), std::move(g.alpha),
                    std::move(g.beta), scale ? *scale : default_scale<S>(K), {}};
       if (initial_state) p.initial_state = head_state(*initial_state, b, h);
-      const SeqResult<S> res = run(p, form, chunk);
+      const SeqResult<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_state);
     }
@@ -268,10 +279,10 @@ template <class S>
 BatchedResult<S> gdn_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                              const Tensor<S>& g, const Tensor<S>& beta, std::optional<std::type_identity_t<S>> scale = {},
                              const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
-                             Eigen::Index chunk = 64) {
+                             Eigen::Index chunk = 64, OperandFormat operands = OperandFormat::none) {
   require_shape(g, "g", gate_shape_of(q));
   require_shape(beta, "beta", gate_shape_of(q));
-  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
+  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, operands, [&](std::int64_t b, std::int64_t h) {
     return HeadGates<S>{decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)};
   });
 }
@@ -281,9 +292,9 @@ template <class S>
 BatchedResult<S> deltanet_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                                   const Tensor<S>& beta, std::optional<std::type_identity_t<S>> scale = {},
                                   const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
-                                  Eigen::Index chunk = 64) {
+                                  Eigen::Index chunk = 64, OperandFormat operands = OperandFormat::none) {
   require_shape(beta, "beta", gate_shape_of(q));
-  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
+  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, operands, [&](std::int64_t b, std::int64_t h) {
     return HeadGates<S>{Vec<S>::Ones(q.dim(1)), head_gate(beta, b, h)};
   });
 }
@@ -293,10 +304,10 @@ template <class S>
 BatchedResult<S> kla_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                              const Tensor<S>& g, const Tensor<S>& eta, std::type_identity_t<S> eps = S(1e-6), std::optional<std::type_identity_t<S>> scale = {},
                              const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {}, Form form = Form::serial,
-                             Eigen::Index chunk = 64) {
+                             Eigen::Index chunk = 64, OperandFormat operands = OperandFormat::none) {
   require_shape(g, "g", gate_shape_of(q));
   require_shape(eta, "eta", gate_shape_of(q));
-  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, [&](std::int64_t b, std::int64_t h) {
+  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, operands, [&](std::int64_t b, std::int64_t h) {
     return HeadGates<S>{decays_from_log(head_gate(g, b, h)),
                         kla_beta<S>(head_rows(k, b, h), head_gate(eta, b, h), eps)};
   });

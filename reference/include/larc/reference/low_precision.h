@@ -19,6 +19,9 @@ std::string_view dtype_name(Dtype d);
 float round_to_bf16(float x);
 // Rounds a float to the nearest IEEE half (11-bit mantissa, subnormals, overflow to ±inf), ties to even.
 float round_to_fp16(float x);
+// Rounds a float to the nearest TF32 number (11 significant bits, float's exponent range), ties to
+// even: the operand format of fp32 matrix products on TF32 tensor cores.
+float round_to_tf32(float x);
 // Rounds a double to dtype D in one step (not through float) and returns it widened back to double.
 double round_to(Dtype d, double x);
 
