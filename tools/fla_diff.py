@@ -2,12 +2,14 @@
 """Runs flash-linear-attention's kernels on larc fixtures and writes their outputs for `larc diff`.
 
 For every larc fixture given (files or folders of *.safetensors) whose mechanism FLA implements
-(chunk_gated_delta_rule for "gdn", chunk_log_linear_attn for log-linear attention), this loads the
-fixture's inputs with `safetensors` (PyTorch) onto CUDA in the fixture's dtype, runs the FLA function
-twice (the two results must be bitwise equal), and writes a candidate file OUT/<fixture>.<function>
+(chunk_gated_delta_rule and fused_recurrent_gated_delta_rule for "gdn", chunk_log_linear_attn for
+log-linear attention), this loads the fixture's inputs with `safetensors` (PyTorch) onto CUDA in the
+fixture's dtype, runs each FLA function twice (the two results must be bitwise equal), passing the
+fixture's "initial_state" when it has one, and writes a candidate file OUT/<fixture>.<function>
 .safetensors holding "o" (FLA's output dtype) and, where FLA returns one, "final_state" (float32),
 with metadata naming the FLA, torch and Triton versions and the GPU. With --larc it then runs
-`larc diff FIXTURE CANDIDATE` on each pair and writes a Markdown summary (--report).
+`larc diff FIXTURE CANDIDATE` on each pair (at the precision grade --grade declares; larc reports
+the strictest grade each output meets) and writes a Markdown summary (--report).
 
 Fixture layout (harness/include/larc/harness/fixture.h): inputs under the mechanism's input names in
 FLA's layout (q, k [B,T,H,K]; v [B,T,H,V]; g log-decays [B,T,H]; beta [B,T,H]; log-linear:
@@ -27,12 +29,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-# FLA's function for each larc mechanism, where the fixture's parameters do not name one.
-FLA_FUNCTION_OF_MECHANISM = {
-    "gdn": "chunk_gated_delta_rule",
-    "log-linear": "chunk_log_linear_attn",
-    "log-linear-mamba2": "chunk_log_linear_attn",
-    "loglinear": "chunk_log_linear_attn",
+# FLA's functions for each larc mechanism.
+FLA_FUNCTIONS_OF_MECHANISM = {
+    "gdn": ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"],
+    "log-linear": ["chunk_log_linear_attn"],
 }
 
 
@@ -42,6 +42,8 @@ def parse_args():
     p.add_argument("--out", default="fla_candidates", help="folder for the candidate files (default: fla_candidates)")
     p.add_argument("--larc", help="path to the larc program: run `larc diff` on every pair")
     p.add_argument("--larc-diff-arg", action="append", default=[], help="extra argument for `larc diff` (repeatable)")
+    p.add_argument("--grade", default="fp32", choices=["fp32", "io", "io:tf32"],
+                   help="the precision grade FLA's outputs are judged at (larc diff --grade; default fp32)")
     p.add_argument("--report", help="write a Markdown summary here (with --larc)")
     p.add_argument("--triton-f32", choices=["ieee", "tf32", "tf32x3"],
                    help="set TRITON_F32_DEFAULT (fp32 dot precision) before FLA loads; unset: Triton's default")
@@ -72,10 +74,12 @@ def scale_of(parameters, K):
     raise ValueError(f"parameters.scale: cannot read {s!r} (expected a number or \"K^-1/2\")")
 
 
-def run_gated_delta_rule(fla_ops, t, scale):
-    o, final_state = fla_ops["chunk_gated_delta_rule"](
-        t["q"], t["k"], t["v"], t["g"], t["beta"], scale=scale, output_final_state=True)
-    return {"o": o, "final_state": final_state}
+def gated_delta_rule_runner(function):
+    def run(fla_ops, t, scale):
+        o, final_state = fla_ops[function](t["q"], t["k"], t["v"], g=t["g"], beta=t["beta"], scale=scale,
+                                           initial_state=t.get("initial_state"), output_final_state=True)
+        return {"o": o, "final_state": final_state}
+    return run
 
 
 def run_log_linear(fla_ops, t, scale):
@@ -85,11 +89,15 @@ def run_log_linear(fla_ops, t, scale):
         kwargs["scale"] = 1.0 if scale is None else scale
     elif scale not in (None, 1.0):
         raise ValueError(f"this FLA's chunk_log_linear_attn takes no scale; the fixture needs scale {scale}")
+    if "initial_state" in t:
+        raise ValueError("chunk_log_linear_attn's initial state is per level; larc's fixtures give none")
     o, _ = fn(t["q"], t["k"], t["v"], t["g"], t["level_scales"], **kwargs)
     return {"o": o}  # FLA's final state is a LogLinearAttentionState (per-level), not one [B,H,K,V] tensor
 
 
-RUNNERS = {"chunk_gated_delta_rule": run_gated_delta_rule, "chunk_log_linear_attn": run_log_linear}
+RUNNERS = {"chunk_gated_delta_rule": gated_delta_rule_runner("chunk_gated_delta_rule"),
+           "fused_recurrent_gated_delta_rule": gated_delta_rule_runner("fused_recurrent_gated_delta_rule"),
+           "chunk_log_linear_attn": run_log_linear}
 
 
 def bitwise_equal(a, b):
@@ -100,8 +108,8 @@ def bitwise_equal(a, b):
     return torch.equal(a.contiguous().view(ints), b.contiguous().view(ints))
 
 
-def make_candidate(path, out_dir, fla_ops, versions):
-    """Runs FLA on one fixture; returns (candidate path or None, note)."""
+def make_candidate(path, function, out_dir, fla_ops, versions):
+    """Runs FLA's `function` on one fixture; returns (candidate path or None, note)."""
     import torch
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
@@ -112,8 +120,7 @@ def make_candidate(path, out_dir, fla_ops, versions):
     if mechanism is None:
         raise ValueError("__metadata__ has no \"mechanism\" (not a larc fixture)")
     parameters = json.loads(metadata.get("parameters", "{}"))
-    function = parameters.get("fla_function") or FLA_FUNCTION_OF_MECHANISM.get(mechanism)
-    if function not in RUNNERS:
+    if function is None:
         return None, f"skipped: no FLA counterpart run here for mechanism {mechanism!r}"
     if metadata.get("dtype") == "fp64":
         return None, "skipped: FLA's Triton kernels take no float64"
@@ -136,9 +143,19 @@ def make_candidate(path, out_dir, fla_ops, versions):
 
 
 def larc_diff(larc, fixture, candidate, extra):
+    """Runs `larc diff`; returns (exit code, its output, its JSON result or None)."""
     kernel = "fla." + candidate.name.split(".")[-2]  # <fixture>.<function>.safetensors
-    run = subprocess.run([larc, "diff", str(fixture), str(candidate), "--kernel", kernel, *extra], capture_output=True, text=True)
-    return run.returncode, (run.stdout + run.stderr).strip()
+    json_path = candidate.with_suffix(".diff.json")
+    run = subprocess.run([larc, "diff", str(fixture), str(candidate), "--kernel", kernel, "--json", str(json_path), *extra],
+                         capture_output=True, text=True)
+    result = json.loads(json_path.read_text())["results"][0] if json_path.exists() else None
+    return run.returncode, (run.stdout + run.stderr).strip(), result
+
+
+def mechanism_of(path):
+    from safetensors import safe_open
+    with safe_open(str(path), framework="pt") as f:
+        return (f.metadata() or {}).get("mechanism")
 
 
 def main():
@@ -149,7 +166,7 @@ def main():
         import torch
         import triton
         import fla
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
         from fla.ops.log_linear_attn import chunk_log_linear_attn
     except ImportError as e:
         print(f"FAIL: {e} (needs torch with CUDA, triton, fla-core, einops, safetensors: "
@@ -159,7 +176,9 @@ def main():
     if not torch.cuda.is_available():
         print("FAIL: no CUDA device (FLA's kernels are Triton kernels)")
         return 2
-    fla_ops = {"chunk_gated_delta_rule": chunk_gated_delta_rule, "chunk_log_linear_attn": chunk_log_linear_attn}
+    fla_ops = {"chunk_gated_delta_rule": chunk_gated_delta_rule,
+               "fused_recurrent_gated_delta_rule": fused_recurrent_gated_delta_rule,
+               "chunk_log_linear_attn": chunk_log_linear_attn}
     versions = {"fla_version": getattr(fla, "__version__", "?"), "torch_version": torch.__version__,
                 "triton_version": triton.__version__, "device": torch.cuda.get_device_name(),
                 "triton_f32_default": os.environ.get("TRITON_F32_DEFAULT", "unset")}
@@ -167,22 +186,24 @@ def main():
     out_dir.mkdir(parents=True, exist_ok=True)
 
     rows, worst = [], 0
+    diff_args = ["--grade", args.grade, *args.larc_diff_arg]
     for path in fixture_files(args.fixtures):
-        row = {"fixture": str(path), "note": "", "rc": None, "larc": ""}
-        try:
-            candidate, row["note"] = make_candidate(path, out_dir, fla_ops, versions)
-        except Exception as e:  # a failing fixture or FLA call is reported, the others still run
-            candidate, row["note"], worst = None, f"error: {type(e).__name__}: {e}", 2
-        if candidate is not None and args.larc:
-            row["rc"], row["larc"] = larc_diff(args.larc, path, candidate, args.larc_diff_arg)
-            worst = max(worst, row["rc"] if row["rc"] in (0, 1) else 2)
-        rows.append(row)
-        verdict = {None: "", 0: " -> larc diff: pass", 1: " -> larc diff: VIOLATION"}.get(row["rc"], f" -> larc diff: exit {row['rc']}")
-        print(f"{path}: {row['note']}{verdict}", flush=True)
+        for function in FLA_FUNCTIONS_OF_MECHANISM.get(mechanism_of(path), [None]):
+            row = {"fixture": str(path), "function": function, "note": "", "rc": None, "larc": "", "result": None}
+            try:
+                candidate, row["note"] = make_candidate(path, function, out_dir, fla_ops, versions)
+            except Exception as e:  # a failing fixture or FLA call is reported, the others still run
+                candidate, row["note"], worst = None, f"error: {type(e).__name__}: {e}", 2
+            if candidate is not None and args.larc:
+                row["rc"], row["larc"], row["result"] = larc_diff(args.larc, path, candidate, diff_args)
+                worst = max(worst, row["rc"] if row["rc"] in (0, 1) else 2)
+            rows.append(row)
+            verdict = {None: "", 0: " -> larc diff: pass", 1: " -> larc diff: VIOLATION"}.get(row["rc"], f" -> larc diff: exit {row['rc']}")
+            print(f"{path}: {row['note']}{verdict}", flush=True)
 
     if args.report:
-        write_report(args.report, rows, versions, " ".join(sys.argv))
-    ran = [r for r in rows if r["note"].startswith("chunk_")]
+        write_report(args.report, rows, versions, " ".join(sys.argv), args.grade)
+    ran = [r for r in rows if r["function"] and r["note"].startswith(r["function"])]
     counts = {k: sum(r["rc"] == k for r in ran) for k in (0, 1)}
     errors = sum(r["note"].startswith("error") for r in rows) + sum(r["rc"] not in (None, 0, 1) for r in ran)
     summary = (f"{len(rows)} fixtures, FLA ran on {len(ran)}"
@@ -192,7 +213,18 @@ def main():
     return worst
 
 
-def write_report(path, rows, versions, command):
+def grade_rows(r):
+    """One Markdown row per judged output: grade met, ratio and baseline error at each grade."""
+    out = []
+    for j in (r["result"] or {}).get("outputs", []):
+        grades = j.get("grades", {})
+        cells = " | ".join(f"{g}: {v['worst_ratio']:.3g} ({v['baseline_rel_err']:.2g})" for g, v in grades.items())
+        out.append(f"| {Path(r['fixture']).name} | {r['function']} | {j['output']} ({j['dtype']}) | {j['max_rel_err']:.3g} | "
+                   f"{cells} | **{j['grade_met']}** / {j['grade_declared']} | {'pass' if j['pass'] else '**violation**'} |")
+    return out
+
+
+def write_report(path, rows, versions, command, grade):
     lines = ["# flash-linear-attention vs larc fixtures", "",
              "Made by `" + command + "`.", "",
              ", ".join(f"{k} {v}" for k, v in versions.items()), "",
@@ -200,10 +232,17 @@ def write_report(path, rows, versions, command):
     for r in rows:
         verdict = {None: "-", 0: "pass", 1: "**violation**"}.get(r["rc"], f"exit {r['rc']}")
         lines.append(f"| {Path(r['fixture']).name} | {r['note']} | {verdict} |")
+    lines += ["", f"Per output, judged at the declared grade {grade} (larc diff --grade): the max relative error, the "
+              "worst error/tolerance ratio at each grade evaluated (with that grade's baseline max relative error) and "
+              "the strictest grade met.", "",
+              "| fixture | FLA function | output | max rel err | ratio (baseline err) per grade | grade met / declared | verdict |",
+              "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines += grade_rows(r)
     lines.append("")
     for r in rows:
         if r["larc"]:
-            lines += [f"## {Path(r['fixture']).name}", "", "```", r["larc"], "```", ""]
+            lines += [f"## {Path(r['fixture']).name}: {r['function']}", "", "```", r["larc"], "```", ""]
     Path(path).write_text("\n".join(lines))
 
 

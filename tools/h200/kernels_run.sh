@@ -11,6 +11,7 @@
 #   tools/h200/kernels_run.sh perf    # bench, then accuracy (one device call: the gate's grid takes another)
 #   tools/h200/kernels_run.sh full    # gate, bench, then accuracy
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
+#   tools/h200/kernels_run.sh grades  # FLA's GDN kernels judged per precision grade; profiles of larc's GDN/KLA kernels
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
 mode=${1:-check}
@@ -130,6 +131,58 @@ accuracy|full|perf)
   python3 tools/h200/accuracy_table.py "$out/accuracy/larc.json" "$out"/accuracy/diff_*.json --markdown "$out/accuracy.md"
   cat "$out/accuracy.md"
   ;;&
+grades)
+  # Precision grades and profiles: FLA's GDN kernels (chunk and fused recurrent) on GDN fixtures with a
+  # random initial state, judged at io:tf32 (io for bf16/fp16 inputs) with the grade met per output
+  # (docs/gate.md "Precision grades"); and profiles of larc's GDN/KLA kernels, each chunked kernel's
+  # profile judging the fused recurrent kernel of the same mechanism (another algorithm: an honest
+  # change, for k_reg's false-alarm rate on the device).
+  install_fla
+  g=/tmp/grades; mkdir -p "$g/fixtures" "$out/grades"
+  for dt in bf16 fp16 fp32; do
+    for T in 256 1024; do
+      for seed in 1 2 3; do
+        $B/larc fixtures gen --mechanism gdn --dtype $dt --shape 1,$T,2,64,64 --seed $seed --knob initial_state=2 \
+          --out "$g/fixtures/fla_gdn_h0_${dt}_T${T}_s$seed.safetensors" > /dev/null &
+      done
+    done
+  done
+  wait
+  PYTHONPATH=/tmp/site timeout 420 python3 tools/fla_diff.py "$g/fixtures" fixtures/golden/fla_gdn_bf16_T256.safetensors \
+    fixtures/golden/fla_gdn_fp32_T128.safetensors fixtures/golden/gdn_h0_bf16_T100.safetensors \
+    fixtures/golden/gdn_h0_fp32_T100.safetensors --out "$g/fla" --larc $B/larc --grade io:tf32 \
+    --report "$out/fla_diff_grades.md" > "$out/grades/fla.txt" 2>&1
+  echo "FLA at io:tf32: exit $?"; tail -2 "$out/grades/fla.txt"
+  profile_shapes=(--shape 1,1024,2,64,64 --shape 1,1000,2,128,128 --shape 2,300,2,32,32)
+  for m in gdn kla; do
+    for knobs in "" "--knob decay_max=0.01"; do
+      tag=$m${knobs:+_weak_decay}
+      timeout 200 $B/larc gate --subject $m-chunked --mechanism $m "${profile_shapes[@]}" $knobs --jobs "$jobs" \
+        --record-profile "$g/profile_$tag.json" > "$out/grades/record_$tag.txt" 2>&1
+      echo "record $tag: exit $?"
+      timeout 200 $B/larc gate --subject $m-fused-recurrent --mechanism $m "${profile_shapes[@]}" $knobs --jobs "$jobs" \
+        --against "$g/profile_$tag.json" --profile-subject $m-chunked --json "$out/grades/against_$tag.json" \
+        > "$out/grades/against_$tag.txt" 2>&1
+      echo "fused recurrent against the chunked profile, $tag: exit $?"; tail -1 "$out/grades/against_$tag.txt"
+    done
+  done
+  python3 - "$out"/grades/against_*.json > "$out/profiles.md" <<'PY'
+import json, sys
+print("| report | kernel | output | cases | worst profile ratio (k_reg 2) | largest error growth |")
+print("|---|---|---|---|---|---|")
+for path in sys.argv[1:]:
+    worst = {}
+    for r in json.load(open(path))["results"]:
+        for o in r["outputs"]:
+            w = worst.setdefault((r["kernel"], o["output"]), [0, 0.0, 0.0])
+            w[0] += 1
+            w[1] = max(w[1], o.get("profile_ratio", 0))
+            w[2] = max(w[2], o.get("profile_growth", 0))
+    for (kernel, output), (n, ratio, growth) in sorted(worst.items()):
+        print(f"| {path.split('/')[-1]} | {kernel} | {output} | {n} | {ratio:.3g} | {growth:.3g} |")
+PY
+  cat "$out/profiles.md"
+  ;;
 fuzz2)
   # One campaign over every GPU kernel, sharded through the shard environment (GTEST_SHARD_INDEX /
   # GTEST_TOTAL_SHARDS): shard i runs its kernels on GPU i mod (GPU count), so the shards spread over
@@ -151,6 +204,6 @@ esac
 # test XML) in one archive.
 tar -czf /tmp/everything.tar.gz -C "$out" . && rm -rf "$out"/* && tar -xzf /tmp/everything.tar.gz -C "$out" \
   --wildcards './gate.json' './gate.md' './sanitizers.md' './bench.json' './bench.md' './accuracy.md' './fuzz_summary.json' \
-  './fuzz_summary.md' 2>/dev/null
+  './fuzz_summary.md' './fla_diff_grades.md' './profiles.md' 2>/dev/null
 mv /tmp/everything.tar.gz "$out/everything.tar.gz"
 
