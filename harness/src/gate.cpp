@@ -69,11 +69,12 @@ GatePlan plan_gate(const GateOptions& o) {
       KnobValues knobs;
       for (const Knob& k : m.knobs)
         if (o.knobs.count(k.name)) knobs[k.name] = o.knobs.at(k.name);
-      // The grid's knob sets: the given ones and, for a mechanism with an initial state whose value
-      // was not given, the same with a random initial state.
+      // The grid's knob sets: the given ones and, on the default grid of a mechanism with an initial
+      // state whose value was not given, the same with a random initial state (an explicit --shape
+      // runs exactly the cases it names: a reproduce command).
       std::vector<KnobValues> knob_sets{m.resolve_knobs(knobs)};
       for (const Knob& k : m.knobs)
-        if (k.name == kInitialStateKnob && !knobs.count(k.name)) {
+        if (k.name == kInitialStateKnob && !knobs.count(k.name) && o.shapes.empty()) {
           KnobValues with_state = knobs;
           with_state[k.name] = static_cast<double>(InitialState::random);
           knob_sets.push_back(m.resolve_knobs(with_state));

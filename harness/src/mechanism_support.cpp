@@ -22,6 +22,23 @@ double CaseRng::normal() {
 
 double CaseRng::log_uniform(double lo, double hi) { return std::exp(uniform(std::log(lo), std::log(hi))); }
 
+namespace {
+constexpr std::uint64_t kInitialStateStream = 0x50;  // mix_seed stream of the initial state
+}  // namespace
+
+TensorSpec initial_state_spec() {
+  return {.name = "initial_state", .dims = "BHKV", .meaning = "the state before the first token (zero when absent)",
+          .always_fp32 = true, .optional = true};
+}
+
+void add_initial_state(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& knobs) {
+  const InitialState choice = initial_state_of(knobs);
+  if (choice == InitialState::none) return;
+  CaseRng rng(mix_seed(seed, kInitialStateStream));
+  in["initial_state"] = choice == InitialState::zero ? ref::Tensor<double>({s.B, s.H, s.K, s.V})
+                                                     : normal_tensor(rng, {s.B, s.H, s.K, s.V}, 1.0);
+}
+
 std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream) {
   CaseRng r(seed ^ (stream * 0xd1b54a32d192ed03ull));
   r.bits();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "larc/harness/mechanism.h"
@@ -34,6 +35,12 @@ ref::Tensor<double> uniform_tensor(CaseRng& rng, std::vector<std::int64_t> shape
 // with z a random unit vector and c = collinearity ∈ [0, 1) (near 1: near-collinear keys).
 ref::Tensor<double> keys_tensor(CaseRng& rng, const Shape& s, double collinearity, double norm);
 
+// The optional initial state of a mechanism whose state is a matrix (FLA's initial_state [B,H,K,V],
+// float32): its input spec, the tensor its knob asks for (none, zeros or N(0, 1) entries, drawn from a
+// stream of its own so that the other inputs do not depend on the knob), added to `in`.
+TensorSpec initial_state_spec();
+void add_initial_state(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& knobs);
+
 template <class S>
 ref::Tensor<S> cast_tensor(const ref::Tensor<double>& x) {
   ref::Tensor<S> r;
@@ -52,6 +59,14 @@ ref::Tensor<double> to_double_tensor(const ref::Tensor<S>& x) {
   return r;
 }
 
+// The case's initial state in scalar S, or none when the case has none.
+template <class S>
+std::optional<ref::Tensor<S>> initial_state_in(const ValueMap& in) {
+  const auto it = in.find("initial_state");
+  if (it == in.end()) return std::nullopt;
+  return cast_tensor<S>(it->second);
+}
+
 // Calls fn.template operator()<S>() with the scalar of precision p.
 template <class Fn>
 ValueMap at_precision(Precision p, Fn&& fn) {
@@ -62,6 +77,19 @@ ValueMap at_precision(Precision p, Fn&& fn) {
     case Precision::f128: return fn.template operator()<ref::f128>();
   }
   throw std::invalid_argument("unknown precision");
+}
+
+// Sets m.compute (every rung of the ladder, products unrounded) and m.compute_io (the chunked form in
+// float with rounded operands) from one generic callable outputs.template operator()<S>(inputs, form,
+// chunk, operands): the two differ only in the scalar, the form and the operand format.
+template <class Outputs>
+void set_compute(Mechanism& m, Outputs outputs) {
+  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
+  };
+  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
+  };
 }
 
 // Registration functions, one per reference family; mechanisms() calls each once.

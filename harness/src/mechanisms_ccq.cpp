@@ -115,12 +115,7 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
                     {"final_key_gram", to_double_tensor(c.key_gram)},
                     {"final_key_sum", to_double_tensor(c.key_sum)}};
   };
-  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
-  };
-  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
-  };
+  set_compute(m, outputs);
   return m;
 }
 }  // namespace

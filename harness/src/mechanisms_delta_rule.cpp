@@ -4,7 +4,6 @@
 // [B,H,K,V] in float32 (the initial_state knob), outputs o
 // [B,T,H,V] and the final state [B,H,K,V] in float32.
 #include <cmath>
-#include <optional>
 
 #include "larc/reference/delta_rule.h"
 #include "mechanism_support.h"
@@ -15,34 +14,11 @@ namespace {
 namespace dr = ref::delta_rule;
 
 constexpr double kKlaEps = 1e-6;
-constexpr std::uint64_t kInitialStateStream = 0x50;  // mix_seed stream of the initial state
 
 const std::vector<TensorSpec> kOutputs = {
     {"o", "BTHV", "outputs o_t = scale · S_t^T q_t", false},
     {"final_state", "BHKV", "state after the last token", true},
 };
-
-TensorSpec initial_state_spec() {
-  return {.name = "initial_state", .dims = "BHKV", .meaning = "the state before the first token (zero when absent)",
-          .always_fp32 = true, .optional = true};
-}
-
-// The initial state the case's knob asks for (none, zeros or N(0, 1) entries), drawn from its own
-// stream so that the other inputs do not depend on it.
-void add_initial_state(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-  const InitialState choice = initial_state_of(kn);
-  if (choice == InitialState::none) return;
-  CaseRng rng(mix_seed(seed, kInitialStateStream));
-  in["initial_state"] = choice == InitialState::zero ? ref::Tensor<double>({s.B, s.H, s.K, s.V})
-                                                     : normal_tensor(rng, {s.B, s.H, s.K, s.V}, 1.0);
-}
-
-template <class S>
-std::optional<ref::Tensor<S>> initial_state_in(const ValueMap& in) {
-  const auto it = in.find("initial_state");
-  if (it == in.end()) return std::nullopt;
-  return cast_tensor<S>(it->second);
-}
 
 Knob collinearity_knob() {
   return {"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"};
@@ -85,19 +61,11 @@ Mechanism gdn() {
     add_initial_state(in, s, seed, kn);
     return in;
   };
-  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() {
-      return outputs_of(dr::gdn_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                           cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                           cast_tensor<S>(in.at("beta")), {}, initial_state_in<S>(in), form, chunk));
-    });
-  };
-  m.compute_io = [](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    using F = float;
-    return outputs_of(dr::gdn_batched<F>(cast_tensor<F>(in.at("q")), cast_tensor<F>(in.at("k")), cast_tensor<F>(in.at("v")),
-                                         cast_tensor<F>(in.at("g")), cast_tensor<F>(in.at("beta")), {},
-                                         initial_state_in<F>(in), ref::Form::chunked, chunk, operands));
-  };
+  set_compute(m, []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    return outputs_of(dr::gdn_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
+                                         cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("beta")), {},
+                                         initial_state_in<S>(in), form, chunk, operands));
+  });
   return m;
 }
 
@@ -126,19 +94,11 @@ Mechanism deltanet() {
     add_initial_state(in, s, seed, kn);
     return in;
   };
-  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() {
-      return outputs_of(dr::deltanet_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")), {},
-                                                initial_state_in<S>(in), form, chunk));
-    });
-  };
-  m.compute_io = [](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    using F = float;
-    return outputs_of(dr::deltanet_batched<F>(cast_tensor<F>(in.at("q")), cast_tensor<F>(in.at("k")),
-                                              cast_tensor<F>(in.at("v")), cast_tensor<F>(in.at("beta")), {},
-                                              initial_state_in<F>(in), ref::Form::chunked, chunk, operands));
-  };
+  set_compute(m, []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    return outputs_of(dr::deltanet_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                              cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")), {},
+                                              initial_state_in<S>(in), form, chunk, operands));
+  });
   return m;
 }
 
@@ -170,20 +130,11 @@ Mechanism kla() {
     add_initial_state(in, s, seed, kn);
     return in;
   };
-  m.compute = [](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() {
-      return outputs_of(dr::kla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                           cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                           cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps), {},
-                                           initial_state_in<S>(in), form, chunk));
-    });
-  };
-  m.compute_io = [](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    using F = float;
-    return outputs_of(dr::kla_batched<F>(cast_tensor<F>(in.at("q")), cast_tensor<F>(in.at("k")), cast_tensor<F>(in.at("v")),
-                                         cast_tensor<F>(in.at("g")), cast_tensor<F>(in.at("eta")), F(kKlaEps), {},
-                                         initial_state_in<F>(in), ref::Form::chunked, chunk, operands));
-  };
+  set_compute(m, []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    return outputs_of(dr::kla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
+                                         cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps),
+                                         {}, initial_state_in<S>(in), form, chunk, operands));
+  });
   return m;
 }
 }  // namespace

@@ -1,6 +1,6 @@
 // Gated linear attention (reference/gla.h) as a gate mechanism, FLA's chunk_gla conventions:
-// q, k [B,T,H,K], v [B,T,H,V], gk [B,T,H,K] per-channel log-decays (≤ 0), scale K^{-1/2}, zero initial
-// state; outputs o [B,T,H,V] and the final state [B,H,K,V] in float32.
+// q, k [B,T,H,K], v [B,T,H,V], gk [B,T,H,K] per-channel log-decays (≤ 0), scale K^{-1/2}, an optional
+// initial state [B,H,K,V] in float32 (the initial_state knob); outputs o [B,T,H,V] and the final state [B,H,K,V] in float32.
 #include "larc/reference/gla.h"
 #include "mechanism_support.h"
 
@@ -13,12 +13,13 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys"},
               {"v", "BTHV", "values"},
-              {.name = "gk", .dims = "BTHK", .meaning = "per-channel log-decays ≤ 0", .max = 0}};
+              {.name = "gk", .dims = "BTHK", .meaning = "per-channel log-decays ≤ 0", .max = 0},
+              initial_state_spec()};
   m.outputs = {{"o", "BTHV", "outputs", false}, {"final_state", "BHKV", "state after the last token", true}};
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖"},
-             {"decay_max", 1e-3, 20, 1, true, "log-decays gk ~ U(−decay_max, 0)"}};
-  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "zero"}, {"fla_function", "chunk_gla"}};
+             {"decay_max", 1e-3, 20, 1, true, "log-decays gk ~ U(−decay_max, 0)"}, initial_state_knob()};
+  m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_gla"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     CaseRng rng(seed);
@@ -27,21 +28,17 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
     in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
     in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
     in["gk"] = uniform_tensor(rng, {s.B, s.T, s.H, s.K}, -kn.at("decay_max"), 0.0);
+    add_initial_state(in, s, seed, kn);
     return in;
   };
   // The outputs of gla_batched in scalar S, in `form`, with the chunked form's operands rounded to
   // `operands` (compute and compute_io differ only in these).
   auto outputs = []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
     const auto r = ref::gla::gla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
-                                            cast_tensor<S>(in.at("gk")), {}, {}, form, chunk, operands);
+                                            cast_tensor<S>(in.at("gk")), {}, initial_state_in<S>(in), form, chunk, operands);
     return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
   };
-  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
-  };
-  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
-  };
+  set_compute(m, outputs);
   out.push_back(std::move(m));
 }
 

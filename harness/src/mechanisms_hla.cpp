@@ -98,12 +98,7 @@ Mechanism hla_mechanism(Variant variant) {
     if (normalized) opt.eps = ref::from_double<S>(kNormalizedEps);
     return ValueMap{{"o", to_double_tensor(hla::hla_batched<S>(q, k, v, opt, form, chunk, operands))}};
   };
-  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
-  };
-  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
-  };
+  set_compute(m, outputs);
   return m;
 }
 }  // namespace

@@ -1,6 +1,7 @@
 // Linear attention (reference/linear_attention.h) as gate mechanisms: "la" (identity features,
 // o = scale · S^T q, scale K^{-1/2}) and "la-ratio" (φ = ELU + 1, o = S^T φ(q) / (z^T φ(q) + ε)).
-// q, k [B,T,H,K], v [B,T,H,V]; zero initial memory; outputs o, the final state [B,H,K,V] and, for
+// q, k [B,T,H,K], v [B,T,H,V]; the plain read takes an optional initial memory [B,H,K,V] (the
+// initial_state knob), the ratio read starts from zero; outputs o, the final state [B,H,K,V] and, for
 // the ratio form, the final normaliser z [B,H,K], both in float32.
 #include <cmath>
 
@@ -20,10 +21,13 @@ Mechanism linear_attention(bool ratio) {
   m.description = ratio ? "linear attention, ratio read: S^T φ(q) / (z^T φ(q) + ε), φ = ELU + 1"
                         : "linear attention, plain read: scale · S^T q, identity features";
   m.inputs = {{"q", "BTHK", "queries"}, {"k", "BTHK", "keys"}, {"v", "BTHV", "values"}};
+  // The plain read's memory may start anywhere; the ratio read's would need its normaliser's start too.
+  if (!ratio) m.inputs.push_back(initial_state_spec());
   m.outputs = {{"o", "BTHV", "outputs", false}, {"final_state", "BHKV", "memory S after the last token", true}};
   if (ratio) m.outputs.push_back({"final_normalizer", "BHK", "normaliser z after the last token", true});
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖"}};
+  if (!ratio) m.knobs.push_back(initial_state_knob());
   m.parameters = ratio ? nlohmann::json{{"feature_map", "elu+1"}, {"eps", kRatioEps}}
                        : nlohmann::json{{"feature_map", "identity"}, {"scale", "K^-1/2"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
@@ -33,6 +37,7 @@ Mechanism linear_attention(bool ratio) {
     in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
     in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
     in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    add_initial_state(in, s, seed, kn);
     return in;
   };
   // The outputs of la_batched in scalar S, in `form`, with the chunked form's operands rounded to
@@ -47,17 +52,12 @@ Mechanism linear_attention(bool ratio) {
       opt.scale = S(1) / ref::sqrt_of(ref::from_double<S>(static_cast<double>(in.at("q").dim(3))));
     }
     const la::BatchedResult<S> r = la::la_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                     cast_tensor<S>(in.at("v")), opt, {}, {}, form, chunk, operands);
+                                                     cast_tensor<S>(in.at("v")), opt, initial_state_in<S>(in), {}, form, chunk, operands);
     ValueMap out{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
     if (ratio) out["final_normalizer"] = to_double_tensor(r.final_normalizer);
     return out;
   };
-  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
-  };
-  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
-  };
+  set_compute(m, outputs);
   return m;
 }
 }  // namespace

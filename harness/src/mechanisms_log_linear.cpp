@@ -68,12 +68,7 @@ Mechanism log_linear(ll::Variant variant) {
                               cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("level_scales")), beta, S(1), form,
                               chunk > 0 ? chunk : 64, operands))}};
   };
-  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
-  };
-  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
-  };
+  set_compute(m, outputs);
   return m;
 }
 }  // namespace

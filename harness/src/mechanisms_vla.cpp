@@ -36,12 +36,7 @@ void register_vla_mechanisms(std::vector<Mechanism>& out) {
                                               : ref::vla::vla_batched<S>(q, k, v, {}, {}, {}, verb);
     return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
   };
-  m.compute = [outputs](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
-    return at_precision(p, [&]<class S>() { return outputs.template operator()<S>(in, form, chunk, ref::OperandFormat::none); });
-  };
-  m.compute_io = [outputs](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
-    return outputs.template operator()<float>(in, ref::Form::chunked, chunk, operands);
-  };
+  set_compute(m, outputs);
   out.push_back(std::move(m));
 }
 
