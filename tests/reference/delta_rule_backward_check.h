@@ -17,6 +17,7 @@
 #include <string>
 #include <tuple>
 
+#include "backward_duality.h"
 #include "larc/proofs_check/exact.h"
 #include "larc/reference/delta_rule_backward.h"
 #include "larc/reference/dual.h"
@@ -87,18 +88,6 @@ inline Case<rational> make_rational_case(Mechanism m, const Shape& s, std::uint6
   p.scale = rational(1, 2);
   if (s.initial_state) p.initial_state = src.matrix(s.dk, s.dv);
   return c;
-}
-
-// Which cotangents are nonzero.
-enum class Seeds { d_o, d_final_state, both };
-
-inline std::string seeds_name(Seeds w) {
-  switch (w) {
-    case Seeds::d_o: return "do";
-    case Seeds::d_final_state: return "dht";
-    case Seeds::both: return "do+dht";
-  }
-  return "?";
 }
 
 inline dr::Cotangents<rational> make_rational_cotangents(const Shape& s, Seeds w, std::uint64_t seed) {
@@ -177,19 +166,6 @@ dr::Gradients<S> input_gradients(const Case<S>& c, const dr::Cotangents<S>& cot,
   }
   return g;
 }
-
-// One side of the duality: its value and Σ|terms|, the magnitude a rounded residual is judged against.
-template <class S>
-struct Pairing {
-  S value = S(0);
-  S magnitude = S(0);
-  template <class A, class B>
-  void add(const A& a, const B& b) {
-    if (a.size() == 0 || b.size() == 0) return;
-    value += S(a.cwiseProduct(b).sum());
-    magnitude += S(a.cwiseProduct(b).cwiseAbs().sum());
-  }
-};
 
 // ⟨do, ȯ⟩ + ⟨dht, Ṡ_T⟩
 template <class S>
