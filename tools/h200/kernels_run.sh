@@ -64,17 +64,21 @@ gate|full)
   gate_group() {  # name, timeout, then shapes
     local name=$1 limit=$2; shift 2
     local shapes=(); for sh in "$@"; do shapes+=(--shape "$sh"); done
-    timeout "$limit" $B/larc gate "${subject_args[@]}" --jobs "$jobs" "${shapes[@]}" --json "$out/gate_$name.json" \
+    timeout "$limit" $B/larc gate "${subject_args[@]}" --jobs "$jobs" "${shapes[@]}" ${GATE_KNOBS:-} --json "$out/gate_$name.json" \
       --markdown "$out/gate_$name.md" > "$out/gate_$name.txt" 2>&1
     echo "gate $name: exit $?"; tail -3 "$out/gate_$name.txt"
   }
   grid() { for T in "$@"; do for D in 64 128 96; do echo "1,$T,2,$D,$D"; done; done; }
   gate_group T1-65 150 $(grid 1 63 64 65)
+  # The same with a random initial state, for the kernels whose mechanism has one.
+  h0="--knob initial_state=2 --mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla"
+  GATE_KNOBS=$h0 gate_group T1-65-h0 100 $(grid 1 63 64 65)
+  GATE_KNOBS=$h0 gate_group T1000-h0 90 $(grid 1000)
   timeout 120 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 100 --fixtures fixtures/golden \
     --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
   echo "gate random + fixtures: exit $?"; tail -3 "$out/gate_random.txt"
   gate_group T1000 120 $(grid 1000)
-  gate_group T4096 200 $(grid 4096)
+  gate_group T4096 150 $(grid 4096)
   wait
   python3 tools/h200/join_gate_reports.py "$out"/gate_T*.json "$out/gate_random.json" --json "$out/gate.json" \
     --markdown "$out/gate.md" | tail -30
