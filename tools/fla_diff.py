@@ -42,7 +42,7 @@ def parse_args():
     p.add_argument("--out", default="fla_candidates", help="folder for the candidate files (default: fla_candidates)")
     p.add_argument("--larc", help="path to the larc program: run `larc diff` on every pair")
     p.add_argument("--larc-diff-arg", action="append", default=[], help="extra argument for `larc diff` (repeatable)")
-    p.add_argument("--grade", default="fp32", choices=["fp32", "io", "io:tf32"],
+    p.add_argument("--grade", default="fp32", choices=["fp32", "io", "io:tf32", "io:tf32-truncated"],
                    help="the precision grade FLA's outputs are judged at (larc diff --grade; default fp32)")
     p.add_argument("--report", help="write a Markdown summary here (with --larc)")
     p.add_argument("--triton-f32", choices=["ieee", "tf32", "tf32x3"],

@@ -24,12 +24,16 @@ lh::Launcher launcher(float carry) {
     const auto& shape = in.at("q").shape();  // [B, T, H, K]
     const std::vector<float> q = as_float(in.at("q")), k = as_float(in.at("k")), v = as_float(in.at("v")),
                              g = as_float(in.at("g")), beta = as_float(in.at("beta"));
+    // A case may give an initial state (the initial_state knob); none means zero.
+    const auto h0 = in.find("initial_state");
+    const std::vector<float> initial = h0 == in.end() ? std::vector<float>{} : as_float(h0->second);
     lh::TypedTensor& o = out.at("o");
     lh::TypedTensor& state = out.at("final_state");
     std::vector<float> o32(o.size()), state32(state.size());
     const int B = static_cast<int>(shape[0]), T = static_cast<int>(shape[1]), H = static_cast<int>(shape[2]),
               K = static_cast<int>(shape[3]), V = static_cast<int>(in.at("v").shape()[3]);
-    my_gdn_forward({q.data(), k.data(), v.data(), g.data(), beta.data(), o32.data(), state32.data(), B, T, H, K, V,
+    my_gdn_forward({q.data(), k.data(), v.data(), g.data(), beta.data(), initial.empty() ? nullptr : initial.data(),
+                    o32.data(), state32.data(), B, T, H, K, V,
                     1.0f / std::sqrt(static_cast<float>(K)), carry});
     for (std::size_t i = 0; i < o32.size(); ++i) o.set(i, o32[i]);  // rounded to the case's dtype
     for (std::size_t i = 0; i < state32.size(); ++i) state.set(i, state32[i]);

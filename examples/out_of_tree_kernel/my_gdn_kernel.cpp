@@ -9,7 +9,11 @@ void my_gdn_forward(const GdnArgs& a) {
   std::vector<float> S(static_cast<std::size_t>(a.K) * a.V), u(a.V);
   for (int b = 0; b < a.B; ++b) {
     for (int h = 0; h < a.H; ++h) {
-      std::fill(S.begin(), S.end(), 0.0f);
+      const std::size_t head_state = (static_cast<std::size_t>(b) * a.H + h) * a.K * a.V;
+      if (a.initial_state)
+        std::copy(a.initial_state + head_state, a.initial_state + head_state + S.size(), S.begin());
+      else
+        std::fill(S.begin(), S.end(), 0.0f);
       for (int t = 0; t < a.T; ++t) {
         const std::size_t bth = (static_cast<std::size_t>(b) * a.T + t) * a.H + h;
         const float* q = a.q + bth * a.K;
@@ -30,7 +34,7 @@ void my_gdn_forward(const GdnArgs& a) {
           a.o[bth * a.V + j] = o;
         }
       }
-      std::copy(S.begin(), S.end(), a.final_state + (static_cast<std::size_t>(b) * a.H + h) * a.K * a.V);
+      std::copy(S.begin(), S.end(), a.final_state + head_state);
     }
   }
 }

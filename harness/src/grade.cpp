@@ -9,31 +9,41 @@ std::string_view grade_name(Grade g) {
     case Grade::fp32: return "fp32";
     case Grade::io: return "io";
     case Grade::io_tf32: return "io:tf32";
+    case Grade::io_tf32_truncated: return "io:tf32-truncated";
   }
   return "?";
 }
 
 Grade parse_grade(std::string_view name, std::string_view what) {
-  for (Grade g : {Grade::fp32, Grade::io, Grade::io_tf32})
+  for (Grade g : {Grade::fp32, Grade::io, Grade::io_tf32, Grade::io_tf32_truncated})
     if (grade_name(g) == name) return g;
   throw std::invalid_argument(std::string(what) + ": unknown grade '" + std::string(name) +
-                              "' (accepted: fp32, io, io:tf32)");
+                              "' (accepted: fp32, io, io:tf32, io:tf32-truncated)");
 }
 
-Grade relaxed_grade_for(Dtype d) { return d == Dtype::fp32 ? Grade::io_tf32 : Grade::io; }
+std::vector<Grade> relaxed_grades_for(Dtype d) {
+  if (d == Dtype::fp32) return {Grade::io_tf32, Grade::io_tf32_truncated};
+  return {Grade::io};
+}
 
 Grade effective_grade(Grade declared, Dtype d) {
-  if (declared == Grade::fp32 || (declared == Grade::io && d == Dtype::fp32)) return Grade::fp32;
-  return relaxed_grade_for(d);
+  if (declared == Grade::fp32) return Grade::fp32;
+  if (d != Dtype::fp32) return Grade::io;
+  return declared == Grade::io ? Grade::fp32 : declared;
 }
 
-ref::OperandFormat io_operand_format(Dtype d) {
+ref::OperandFormat io_operand_format(Grade g, Dtype d) {
   switch (d) {
     case Dtype::bf16: return ref::OperandFormat::bf16;
     case Dtype::fp16: return ref::OperandFormat::fp16;
-    case Dtype::fp32: return ref::OperandFormat::tf32;
-    default: throw std::invalid_argument("grade: no io baseline for inputs in " + std::string(ref::dtype_name(d)));
+    case Dtype::fp32:
+      if (g == Grade::io_tf32) return ref::OperandFormat::tf32;
+      if (g == Grade::io_tf32_truncated) return ref::OperandFormat::tf32_truncated;
+      break;
+    default: break;
   }
+  throw std::invalid_argument("grade: no " + std::string(grade_name(g)) + " baseline for inputs in " +
+                              std::string(ref::dtype_name(d)));
 }
 
 Grade GradeDeclaration::of(std::string_view output) const {

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <optional>
 #include <stdexcept>
 
 #include "reference_subjects.h"
@@ -62,12 +61,12 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
     if (form == ref::Form::materialized) continue;
     baselines.push_back(baseline_values(m, p, [&](TensorMap& out) { detail::run_reference_in_float(m, form, p.inputs, out); }));
   }
-  const Grade relaxed = relaxed_grade_for(p.spec.dtype);
-  std::optional<ValueMap> io_baseline;
+  std::vector<std::pair<Grade, ValueMap>> io_baselines;  // one per relaxed grade of the dtype
   if (m.compute_io)
-    io_baseline = baseline_values(m, p, [&](TensorMap& out) {
-      detail::run_reference_io(m, io_operand_format(p.spec.dtype), grades.chunk, p.inputs, out);
-    });
+    for (Grade g : relaxed_grades_for(p.spec.dtype))
+      io_baselines.emplace_back(g, baseline_values(m, p, [&](TensorMap& out) {
+        detail::run_reference_io(m, io_operand_format(g, p.spec.dtype), grades.chunk, p.inputs, out);
+      }));
 
   auto judge_all = [&](const std::map<std::string, std::vector<double>>& estimate) {
     std::vector<Judgement> js;
@@ -85,11 +84,13 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       for (const ValueMap& b : baselines) out.baselines.push_back(&b.at(spec.name));
       const auto e = estimate.find(spec.name);
       if (e != estimate.end()) out.oracle_error = e->second;
-      std::map<Grade, Judgement> at;
+      std::map<Grade, Judgement> at;  // ordered strictest first (Grade's order)
       at.emplace(Grade::fp32, judge(out, cfg));
-      if (io_baseline) {
-        out.baselines.push_back(&io_baseline->at(spec.name));
-        at.emplace(relaxed, judge(out, cfg));
+      const std::size_t fp32_baselines = out.baselines.size();
+      for (const auto& [g, io] : io_baselines) {
+        out.baselines.resize(fp32_baselines);
+        out.baselines.push_back(&io.at(spec.name));
+        at.emplace(g, judge(out, cfg));
       }
       const Grade declared = grades.of(spec.name);
       Judgement j = at.at(effective_grade(declared, p.spec.dtype));

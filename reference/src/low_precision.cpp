@@ -1,6 +1,8 @@
 #include "larc/reference/low_precision.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -47,6 +49,15 @@ float round_to_fp16(float x) { return static_cast<float>(round_fp16(x)); }
 // (2 − 2^-10)·2^127); a float never rounds past it to inf except from float's own top binade.
 float round_to_tf32(float x) {
   return static_cast<float>(round_to_format(x, 11, -125, std::ldexp(2.0 - std::ldexp(1.0, -10), 127)));
+}
+
+float truncate_to_tf32(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return x;  // inf and NaN stay
+  bits &= ~std::uint32_t{0x1fff};
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
 }
 
 double round_to(Dtype d, double x) {

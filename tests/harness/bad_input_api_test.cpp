@@ -229,7 +229,7 @@ TEST(BadInputRunCase, KnobNaN) {
 TEST(BadInputRunCase, KnobBetaRangeAboveOne) {
   h::CaseSpec c = gdn_case({1, 4, 1, 2, 2});
   c.knobs["beta_hi"] = 1.5;
-  expect_refused([&] { h::run_case(c); }, "knob 'beta_hi': expected a value in \\[0\\.0*, 1\\.0*\\], got 1\\.50*");
+  expect_refused([&] { h::run_case(c); }, "knob 'beta_hi': expected a value in \\[0, 1\\], got 1\\.5 \\(β");
 }
 
 // A prepared case whose input `name` has element 0 replaced by `value`.

@@ -45,9 +45,12 @@ inline void register_gdn(const std::string& name, std::function<ValueMap(const V
   register_subject(std::move(s));
 }
 
-// The io chunked form (operands in the input dtype's format, tf32 for fp32) at chunk `chunk`.
+// The io chunked form (operands in the input dtype's format, TF32 rounded to nearest for fp32) at
+// chunk `chunk`.
 inline std::function<ValueMap(const ValueMap&, Dtype)> io_form(std::int64_t chunk) {
-  return [chunk](const ValueMap& v, Dtype d) { return find_mechanism("gdn").compute_io(v, io_operand_format(d), chunk); };
+  return [chunk](const ValueMap& v, Dtype d) {
+    return find_mechanism("gdn").compute_io(v, io_operand_format(relaxed_grades_for(d).front(), d), chunk);
+  };
 }
 // The fp32 chunked form (the fp32 grade's arithmetic) at chunk `chunk`.
 inline std::function<ValueMap(const ValueMap&, Dtype)> fp32_form(std::int64_t chunk) {
@@ -78,7 +81,8 @@ inline ValueMap io_form_with_low_precision_carry(const ValueMap& v, Dtype d) {
     const std::int64_t n = std::min(kChunk, T - t0);
     const dr::BatchedResult<F> r =
         dr::gdn_batched<F>(rows(q, t0, n), rows(v.at("k"), t0, n), rows(v.at("v"), t0, n), rows(v.at("g"), t0, n),
-                           rows(v.at("beta"), t0, n), {}, state, ref::Form::chunked, kChunk, io_operand_format(d));
+                           rows(v.at("beta"), t0, n), {}, state, ref::Form::chunked, kChunk,
+                           io_operand_format(relaxed_grades_for(d).front(), d));
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < n * H * V; ++i) out["o"].data[(b * T + t0) * H * V + i] = r.o.data[b * n * H * V + i];
     for (std::size_t i = 0; i < state.data.size(); ++i) state.data[i] = static_cast<F>(ref::round_to(d, r.final_state.data[i]));

@@ -25,6 +25,13 @@ void register_all() {
   io::register_gdn("honest-io-c32", io::io_form(32), kIo);
   io::register_gdn("honest-fp32-c32", io::fp32_form(32), {});
   io::register_gdn("honest-io-declared-io", io::io_form(64), {.grade = h::Grade::io});
+  // A TF32 kernel fed unconverted fp32 registers: its operands are truncated, not rounded.
+  const auto truncated = [](const h::ValueMap& v, Dtype d) {
+    return h::find_mechanism("gdn").compute_io(
+        v, d == Dtype::fp32 ? larc::ref::OperandFormat::tf32_truncated : h::io_operand_format(h::Grade::io, d), 64);
+  };
+  io::register_gdn("truncating-tf32-declared-io:tf32", truncated, {.grade = h::Grade::io_tf32});
+  io::register_gdn("truncating-tf32-declared-io:tf32-truncated", truncated, {.grade = h::Grade::io_tf32_truncated});
   io::register_gdn("io-carry-dropped", io::io_form(64), kIo, io::carry_scaled(0));
   io::register_gdn("io-carry-x0.99", io::io_form(64), kIo, io::carry_scaled(0.99));
   io::register_gdn("fp32-carry-x0.99", io::fp32_form(64), {}, io::carry_scaled(0.99));
@@ -65,7 +72,7 @@ Figures run(const h::PreparedCase& p, const std::string& subject) {
   Figures f{r.pass, "", "", 0, 0, 0, 0};
   for (const h::Judgement& j : r.outputs) {
     const double fp32 = j.grades.at("fp32").worst_ratio;
-    const double relaxed = j.grades.at(std::string(h::grade_name(h::relaxed_grade_for(p.spec.dtype)))).worst_ratio;
+    const double relaxed = j.grades.at(std::string(h::grade_name(h::relaxed_grades_for(p.spec.dtype).front()))).worst_ratio;
     if (j.output == "o") f.met_o = j.grade_met, f.o_fp32 = fp32, f.o_io = relaxed;
     else f.met_state = j.grade_met, f.state_fp32 = fp32, f.state_io = relaxed;
   }
@@ -98,6 +105,13 @@ TEST_P(Grades, HonestKernelsMeetTheirGrade) {
   EXPECT_GT(io32.state_fp32, 100);
   // On fp32 inputs, plain io is the fp32 grade: a TF32 kernel must declare io:tf32.
   EXPECT_EQ(run(p, "honest-io-declared-io").pass, p.spec.dtype != Dtype::fp32);
+  // Truncated TF32 operands miss the rounded-TF32 baseline and meet the truncated one.
+  if (p.spec.dtype == Dtype::fp32) {
+    EXPECT_FALSE(run(p, "truncating-tf32-declared-io:tf32").pass);
+    const Figures t = run(p, "truncating-tf32-declared-io:tf32-truncated");
+    EXPECT_TRUE(t.pass);
+    EXPECT_EQ(t.met_state, "io:tf32-truncated");
+  }
 }
 
 TEST_P(Grades, PlantedDefectsFailAtTheDeclaredGrade) {
@@ -141,7 +155,8 @@ TEST(GradeDeclarations, AreValidatedByName) {
     h::parse_grade("bf16", "--grade");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("--grade: unknown grade 'bf16' (accepted: fp32, io, io:tf32)"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--grade: unknown grade 'bf16' (accepted: fp32, io, io:tf32, io:tf32-truncated)"),
+              std::string::npos);
   }
   h::GradeDeclaration bad_output{.outputs = {{"state", h::Grade::io}}};
   EXPECT_THROW(bad_output.validate(h::find_mechanism("gdn")), std::invalid_argument);
@@ -165,6 +180,8 @@ TEST(GradeDeclarations, EffectiveGrades) {
   EXPECT_EQ(h::effective_grade(h::Grade::io_tf32, Dtype::fp32), h::Grade::io_tf32);
   EXPECT_EQ(h::effective_grade(h::Grade::io_tf32, Dtype::fp16), h::Grade::io);
   EXPECT_EQ(h::effective_grade(h::Grade::fp32, Dtype::bf16), h::Grade::fp32);
+  EXPECT_EQ(h::effective_grade(h::Grade::io_tf32_truncated, Dtype::fp32), h::Grade::io_tf32_truncated);
+  EXPECT_EQ(h::effective_grade(h::Grade::io_tf32_truncated, Dtype::bf16), h::Grade::io);
 }
 
 }  // namespace

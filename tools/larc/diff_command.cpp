@@ -121,7 +121,7 @@ std::function<int()> add_diff_command(CLI::App& app) {
   cmd->add_option("--kernel", c->kernel, "Name of the kernel in the report (default: the candidate file's name)");
   cmd->add_option("--prefix", c->prefix, "Read output NAME from the candidate's tensor PREFIX+NAME (e.g. oracle.)");
   cmd->add_option("--json", c->json_path, "Write the result as JSON (the gate's schema)");
-  cmd->add_option("--grade", c->grade, "The precision grade the outputs are judged at: fp32 (default), io, io:tf32 (docs/gate.md)");
+  cmd->add_option("--grade", c->grade, "The precision grade the outputs are judged at: fp32 (default), io, io:tf32, io:tf32-truncated (docs/gate.md)");
   cmd->add_option("--grade-of", c->grade_of, "OUTPUT=GRADE: one output's grade (e.g. final_state=io); repeatable");
   cmd->add_option("--record-profile", c->record_profile,
                   "Write an accuracy-regression profile of this candidate's per-timestep errors (docs/gate.md)");

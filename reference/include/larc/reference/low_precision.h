@@ -22,6 +22,9 @@ float round_to_fp16(float x);
 // Rounds a float to the nearest TF32 number (11 significant bits, float's exponent range), ties to
 // even: the operand format of fp32 matrix products on TF32 tensor cores.
 float round_to_tf32(float x);
+// A float with its 13 low mantissa bits cleared (TF32 by truncation toward zero): what a tensor core
+// reads when it is fed fp32 registers without a conversion.
+float truncate_to_tf32(float x);
 // Rounds a double to dtype D in one step (not through float) and returns it widened back to double.
 double round_to(Dtype d, double x);
 

@@ -12,9 +12,10 @@
 
 namespace larc::ref {
 
-// The format of a product's operands: none (S itself), bf16, fp16, or tf32 (fp32 inputs on TF32
-// tensor cores). Rounding is to nearest, ties to even (low_precision.h).
-enum class OperandFormat { none, bf16, fp16, tf32 };
+// The format of a product's operands: none (S itself), bf16, fp16, or TF32 (fp32 inputs on TF32
+// tensor cores), rounded to nearest, ties to even (low_precision.h), or truncated (tf32_truncated:
+// the low 13 bits dropped, as when fp32 registers reach the tensor core unconverted).
+enum class OperandFormat { none, bf16, fp16, tf32, tf32_truncated };
 
 inline std::string_view operand_format_name(OperandFormat f) {
   switch (f) {
@@ -22,6 +23,7 @@ inline std::string_view operand_format_name(OperandFormat f) {
     case OperandFormat::bf16: return "bf16";
     case OperandFormat::fp16: return "fp16";
     case OperandFormat::tf32: return "tf32";
+    case OperandFormat::tf32_truncated: return "tf32_truncated";
   }
   return "?";
 }
@@ -54,6 +56,7 @@ class MatmulOperands {
       case OperandFormat::bf16: return from_double<S>(round_to(Dtype::bf16, d));
       case OperandFormat::fp16: return from_double<S>(round_to(Dtype::fp16, d));
       case OperandFormat::tf32: return from_double<S>(round_to_tf32(static_cast<float>(d)));
+      case OperandFormat::tf32_truncated: return from_double<S>(truncate_to_tf32(static_cast<float>(d)));
     }
     throw std::invalid_argument("MatmulOperands: unknown operand format");
   }
