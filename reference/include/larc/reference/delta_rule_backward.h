@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "larc/reference/checkpointed_reverse.h"
 #include "larc/reference/delta_rule.h"
 
 namespace larc::ref::delta_rule {
@@ -46,26 +47,6 @@ void advance(const Problem<S>& p, Eigen::Index t, Mat<S>& state) {
   state.noalias() += (p.beta(t) * k) * p.v.row(t);
 }
 
-// The states before tokens c0, …, c0 + n − 1 and after token c0 + n − 1, from `start`, the state before c0.
-template <class S>
-std::vector<Mat<S>> states_of_segment(const Problem<S>& p, const Mat<S>& start, Eigen::Index c0, Eigen::Index n) {
-  std::vector<Mat<S>> states{start};
-  states.reserve(static_cast<std::size_t>(n + 1));
-  for (Eigen::Index t = c0; t < c0 + n; ++t) {
-    states.push_back(states.back());
-    advance(p, t, states.back());
-  }
-  return states;
-}
-
-template <class S>
-void validate_cotangents(const Problem<S>& p, const Cotangents<S>& c) {
-  if (c.d_o.size() != 0 && (c.d_o.rows() != p.T() || c.d_o.cols() != p.dv()))
-    throw std::invalid_argument("delta_rule::backward: d_o must be T×d_v (or empty for zero)");
-  if (c.d_final_state && (c.d_final_state->rows() != p.dk() || c.d_final_state->cols() != p.dv()))
-    throw std::invalid_argument("delta_rule::backward: d_final_state must be d_k×d_v");
-}
-
 }  // namespace detail
 
 // The adjoint of serial (docs/gradients.md, "The adjoint"). With D_t = ∂L/∂S_t (o_t's own term
@@ -74,52 +55,37 @@ void validate_cotangents(const Problem<S>& p, const Cotangents<S>& c) {
 //   dS_0 = α_1 (I − β_1 k_1 k_1^T) D_1,
 //   dq_t = scale S_t do_t,  dv_t = β_t D_t^T k_t,  dβ_t = k_t^T D_t u_t,  dα_t = ⟨P_t, D_t⟩,
 //   dk_t = β_t D_t u_t − α_t S_{t−1} dv_t.
-// Checkpointing: the forward pass keeps S only at the start of every `checkpoint` tokens; the
-// reverse pass recomputes one segment's states from its checkpoint, so memory is
-// O((T/C + C) d_k d_v) and the cost about two forwards and one reverse. No state is ever recovered by
-// inverting a step (that divides by α_t (1 − β_t ‖k_t‖²), and α may be 0).
+// Checkpointed every `checkpoint` tokens (checkpointed_reverse.h): memory O((T/C + C) d_k d_v); no state
+// is recovered by inverting a step (that divides by α_t (1 − β_t ‖k_t‖²), and α may be 0).
 template <class S>
 Gradients<S> backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index checkpoint = 64) {
   validate(p);
-  detail::validate_cotangents(p, c);
-  if (checkpoint < 1) throw std::invalid_argument("delta_rule::backward: checkpoint must be >= 1");
+  validate_output_cotangents("delta_rule", p.T(), p.dk(), p.dv(), c.d_o, c.d_final_state);
   const Eigen::Index T = p.T(), K = p.dk(), V = p.dv();
-
-  std::vector<Mat<S>> checkpoints{p.start_state()};  // the states before tokens 0, C, 2C, …
-  for (Eigen::Index c0 = checkpoint; c0 < T; c0 += checkpoint) {
-    Mat<S> state = checkpoints.back();
-    for (Eigen::Index t = c0 - checkpoint; t < c0; ++t) detail::advance(p, t, state);
-    checkpoints.push_back(std::move(state));
-  }
-
   Gradients<S> g{Mat<S>::Zero(T, K), Mat<S>::Zero(T, K), Mat<S>::Zero(T, V), Vec<S>::Zero(T), Vec<S>::Zero(T), {}};
   Mat<S> d_state = c.d_final_state ? *c.d_final_state : Mat<S>::Zero(K, V);  // D_t, carried backwards
   const bool has_do = c.d_o.size() != 0;
-  for (auto seg = static_cast<Eigen::Index>(checkpoints.size()) - 1; seg >= 0; --seg) {
-    const Eigen::Index c0 = seg * checkpoint, n = std::min(checkpoint, T - c0);
-    const std::vector<Mat<S>> states = detail::states_of_segment(p, checkpoints[static_cast<std::size_t>(seg)], c0, n);
-    for (Eigen::Index j = n - 1; j >= 0; --j) {
-      const Eigen::Index t = c0 + j;
-      const Mat<S>& prev = states[static_cast<std::size_t>(j)];
-      const auto q = p.q.row(t).transpose();
-      const auto k = p.k.row(t).transpose();
-      if (has_do) {
-        const auto d_o = c.d_o.row(t).transpose();
-        d_state.noalias() += (p.scale * q) * d_o.transpose();
-        g.dq.row(t) = (p.scale * (states[static_cast<std::size_t>(j + 1)] * d_o)).transpose();
-      }
-      const Vec<S> kts = prev.transpose() * k;              // S_{t−1}^T k_t
-      const Vec<S> dtk = d_state.transpose() * k;           // D_t^T k_t
-      const Vec<S> u = p.v.row(t).transpose() - p.alpha(t) * kts;
-      g.dv.row(t) = (p.beta(t) * dtk).transpose();
-      g.dbeta(t) = dtk.dot(u);
-      // ⟨P_t, D_t⟩ = ⟨S_{t−1}, D_t⟩ − β_t (S_{t−1}^T k_t)·(D_t^T k_t)
-      g.dalpha(t) = prev.cwiseProduct(d_state).sum() - p.beta(t) * kts.dot(dtk);
-      g.dk.row(t) = (p.beta(t) * (d_state * u) - (p.alpha(t) * p.beta(t)) * (prev * dtk)).transpose();
-      d_state -= (p.beta(t) * k) * dtk.transpose();          // (I − β_t k_t k_t^T) D_t
-      d_state *= p.alpha(t);
-    }
-  }
+  reverse_over_states(
+      p.start_state(), T, checkpoint, [&p](Eigen::Index t, Mat<S>& state) { detail::advance(p, t, state); },
+      [&](Eigen::Index t, const Mat<S>& prev, const Mat<S>& state) {
+        const auto q = p.q.row(t).transpose();
+        const auto k = p.k.row(t).transpose();
+        if (has_do) {
+          const auto d_o = c.d_o.row(t).transpose();
+          d_state.noalias() += (p.scale * q) * d_o.transpose();
+          g.dq.row(t) = (p.scale * (state * d_o)).transpose();
+        }
+        const Vec<S> kts = prev.transpose() * k;              // S_{t−1}^T k_t
+        const Vec<S> dtk = d_state.transpose() * k;           // D_t^T k_t
+        const Vec<S> u = p.v.row(t).transpose() - p.alpha(t) * kts;
+        g.dv.row(t) = (p.beta(t) * dtk).transpose();
+        g.dbeta(t) = dtk.dot(u);
+        // ⟨P_t, D_t⟩ = ⟨S_{t−1}, D_t⟩ − β_t (S_{t−1}^T k_t)·(D_t^T k_t)
+        g.dalpha(t) = prev.cwiseProduct(d_state).sum() - p.beta(t) * kts.dot(dtk);
+        g.dk.row(t) = (p.beta(t) * (d_state * u) - (p.alpha(t) * p.beta(t)) * (prev * dtk)).transpose();
+        d_state -= (p.beta(t) * k) * dtk.transpose();          // (I − β_t k_t k_t^T) D_t
+        d_state *= p.alpha(t);
+      });
   g.d_initial_state = std::move(d_state);
   return g;
 }

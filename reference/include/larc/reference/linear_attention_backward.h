@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "larc/reference/checkpointed_reverse.h"
 #include "larc/reference/linear_attention.h"
 
 namespace larc::ref::linear_attention {
@@ -49,28 +50,12 @@ void write(const Mat<S>& phi_k, const Mat<S>& v, Eigen::Index t, Memory<S>& m) {
   m.z += phi_k.row(t).transpose();
 }
 
-// The memories after tokens c0, …, c0 + n − 1, from `start`, the memory before c0.
-template <class S>
-std::vector<Memory<S>> memories_of_segment(const Mat<S>& phi_k, const Mat<S>& v, const Memory<S>& start, Eigen::Index c0,
-                                           Eigen::Index n) {
-  std::vector<Memory<S>> memories;
-  memories.reserve(static_cast<std::size_t>(n));
-  Memory<S> m = start;
-  for (Eigen::Index t = c0; t < c0 + n; ++t) {
-    write(phi_k, v, t, m);
-    memories.push_back(m);
-  }
-  return memories;
-}
-
 template <class S>
 void validate_cotangents(const Problem<S>& p, const Cotangents<S>& c) {
   auto need = [](bool ok, const char* what) {
     if (!ok) throw std::invalid_argument(std::string("linear_attention::backward: ") + what);
   };
-  need(c.d_o.size() == 0 || (c.d_o.rows() == p.T() && c.d_o.cols() == p.dv()), "d_o must be T×d_v (or empty for zero)");
-  need(!c.d_final_state || (c.d_final_state->rows() == p.dk() && c.d_final_state->cols() == p.dv()),
-       "d_final_state must be d_k×d_v");
+  validate_output_cotangents("linear_attention", p.T(), p.dk(), p.dv(), c.d_o, c.d_final_state);
   need(!c.d_final_normalizer || c.d_final_normalizer->size() == p.dk(), "d_final_normalizer must have d_k entries");
 }
 
@@ -83,57 +68,42 @@ void validate_cotangents(const Problem<S>& p, const Cotangents<S>& c) {
 //   ratio:  with den_t = z_t^T q_t + ε, r_t = do_t / den_t and e_t = −(o_t·do_t) / den_t:
 //           D_t = D_{t+1} + q_t r_t^T,   E_t = E_{t+1} + e_t q_t,   dq_t = S_t r_t + e_t z_t
 //   D_{T+1} = dS_T, E_{T+1} = dz_T;   dv_t = D_t^T k_t,   dk_t = D_t v_t + E_t,   dS_0 = D_1,   dz_0 = E_1.
-// Checkpointing as in delta_rule::backward: the memory is kept before tokens 0, C, 2C, … and each
-// segment's memories are recomputed from its checkpoint with serial's own operations, never by
-// subtracting a write.
+// Checkpointed every `checkpoint` tokens (checkpointed_reverse.h): the memories are recomputed from
+// checkpoints with serial's own operations, never by subtracting a write.
 template <class S>
 Gradients<S> feature_space_backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index checkpoint = 64) {
   validate(p);
   detail::validate_cotangents(p, c);
   if (p.opt.feature != FeatureMap::identity)
     throw std::invalid_argument("linear_attention::feature_space_backward: q and k must already be features");
-  if (checkpoint < 1) throw std::invalid_argument("linear_attention::backward: checkpoint must be >= 1");
   const Eigen::Index T = p.T(), K = p.dk(), V = p.dv();
-
-  std::vector<Memory<S>> checkpoints{start_memory(p)};  // the memories before tokens 0, C, 2C, …
-  for (Eigen::Index c0 = checkpoint; c0 < T; c0 += checkpoint) {
-    Memory<S> m = checkpoints.back();
-    for (Eigen::Index t = c0 - checkpoint; t < c0; ++t) detail::write(p.k, p.v, t, m);
-    checkpoints.push_back(std::move(m));
-  }
-
   Gradients<S> g{Mat<S>::Zero(T, K), Mat<S>::Zero(T, K), Mat<S>::Zero(T, V), {}, {}};
   Mat<S> d_state = c.d_final_state ? *c.d_final_state : Mat<S>::Zero(K, V);              // D_t, carried backwards
   Vec<S> d_normalizer = c.d_final_normalizer ? *c.d_final_normalizer : Vec<S>::Zero(K);  // E_t
   const bool has_do = c.d_o.size() != 0;
-  for (auto seg = static_cast<Eigen::Index>(checkpoints.size()) - 1; seg >= 0; --seg) {
-    const Eigen::Index c0 = seg * checkpoint, n = std::min(checkpoint, T - c0);
-    const std::vector<Memory<S>> memories =
-        detail::memories_of_segment(p.k, p.v, checkpoints[static_cast<std::size_t>(seg)], c0, n);
-    for (Eigen::Index j = n - 1; j >= 0; --j) {
-      const Eigen::Index t = c0 + j;
-      const Memory<S>& m = memories[static_cast<std::size_t>(j)];  // (S_t, z_t)
-      const auto q = p.q.row(t).transpose();
-      if (has_do) {
-        const auto d_o = c.d_o.row(t).transpose();
-        if (!p.opt.ratio) {
-          const Vec<S> r = p.opt.scale * d_o;
-          d_state.noalias() += q * r.transpose();
-          g.dq.row(t) = (m.s * r).transpose();
-        } else {
-          const S den = S(m.z.dot(q)) + p.opt.eps;
-          const Vec<S> o = read(p.opt, m, Vec<S>(q));
-          const Vec<S> r = d_o / den;
-          const S e = -S(o.dot(d_o)) / den;
-          d_state.noalias() += q * r.transpose();
-          d_normalizer += e * q;
-          g.dq.row(t) = (m.s * r + e * m.z).transpose();
+  reverse_over_states(
+      start_memory(p), T, checkpoint, [&p](Eigen::Index t, Memory<S>& m) { detail::write(p.k, p.v, t, m); },
+      [&](Eigen::Index t, const Memory<S>&, const Memory<S>& m) {  // m = (S_t, z_t)
+        const auto q = p.q.row(t).transpose();
+        if (has_do) {
+          const auto d_o = c.d_o.row(t).transpose();
+          if (!p.opt.ratio) {
+            const Vec<S> r = p.opt.scale * d_o;
+            d_state.noalias() += q * r.transpose();
+            g.dq.row(t) = (m.s * r).transpose();
+          } else {
+            const S den = S(m.z.dot(q)) + p.opt.eps;
+            const Vec<S> o = read(p.opt, m, Vec<S>(q));
+            const Vec<S> r = d_o / den;
+            const S e = -S(o.dot(d_o)) / den;
+            d_state.noalias() += q * r.transpose();
+            d_normalizer += e * q;
+            g.dq.row(t) = (m.s * r + e * m.z).transpose();
+          }
         }
-      }
-      g.dv.row(t) = (d_state.transpose() * p.k.row(t).transpose()).transpose();
-      g.dk.row(t) = (d_state * p.v.row(t).transpose() + d_normalizer).transpose();
-    }
-  }
+        g.dv.row(t) = (d_state.transpose() * p.k.row(t).transpose()).transpose();
+        g.dk.row(t) = (d_state * p.v.row(t).transpose() + d_normalizer).transpose();
+      });
   g.d_initial_state = std::move(d_state);
   g.d_initial_normalizer = std::move(d_normalizer);
   return g;
