@@ -127,8 +127,10 @@ std::vector<RegressionCheck> Profile::check(CaseResult& r, const RegressionConfi
   if (rec == cases_.end())
     throw std::invalid_argument("profile: no record of the case '" + key + "' (record one with --record-profile)");
   std::vector<RegressionCheck> checks;
-  for (const auto& [name, was] : rec->second.outputs) {
-    const auto j = std::find_if(r.outputs.begin(), r.outputs.end(), [&](const Judgement& x) { return x.output == name; });
+  for (const auto& recorded : rec->second.outputs) {
+    const std::string& name = recorded.first;
+    const Output& was = recorded.second;
+    const auto j = std::find_if(r.outputs.begin(), r.outputs.end(), [&name](const Judgement& x) { return x.output == name; });
     if (j == r.outputs.end()) refuse(key + ": outputs." + name, "recorded, but this run has no such output");
     if (std::fabs(j->oracle_norm - was.oracle_norm) > kOracleAgreement * std::max(1.0, was.oracle_norm))
       refuse(key + ": outputs." + name + ".oracle_norm",
