@@ -1,4 +1,4 @@
-// Properties every registered GPU kernel must have (issue 7, item 3), each checked over the whole
+// Properties every registered GPU kernel must have, each checked over the whole
 // registry so a new kernel is covered by adding its entry: it passes the gate's tolerance policy
 // against the oracle on a small shape in every dtype it takes, and at key dimensions 1, 3 and 5; a
 // sequence's output does not depend on its batch neighbours; a launch over the first part of a

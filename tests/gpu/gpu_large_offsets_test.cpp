@@ -1,4 +1,4 @@
-// Kernels index with 64-bit offsets (issue 7, item 1: sizes past 2^31 elements): every kernel whose
+// Kernels index with 64-bit offsets (sizes past 2^31 elements): every kernel whose
 // queries are [B,T,H,K] runs with q's second batch element placed 2^31 elements past the first (a
 // batch stride of 2^31, 4 GiB of bf16), and must give bitwise the outputs of the compact layout.
 // One test (one CTest entry) per such kernel, in its first dtype, e.g.

@@ -1,4 +1,4 @@
-// Bad launches return clear errors (issue 7, item 1; issue 10's bad-input matrix for the kernel
+// Bad launches return clear errors (the bad-input matrix for the kernel
 // launchers): for every registered kernel, a valid launch is built from its mechanism's tensor specs,
 // then each tensor in turn is left out, given the wrong rank, a wrong size, the wrong dtype, a
 // negative stride, a non-contiguous innermost stride, a misaligned or a null pointer; the launcher

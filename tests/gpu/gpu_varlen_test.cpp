@@ -1,4 +1,4 @@
-// Varlen GDN and KLA kernels (FLA's cu_seqlens convention, issue 7 item 2): B = 1, sequence n spans
+// Varlen GDN and KLA kernels (FLA's cu_seqlens convention): B = 1, sequence n spans
 // tokens [cu[n], cu[n+1]), states [N,H,K,V]. On a device: a packed launch over sequences of lengths
 // {0, 1, 63, 64, 65, 200} equals launching the non-varlen kernel of the same mechanism on each
 // sequence alone, bitwise (outputs and final states, from random initial states); a corrupt
