@@ -16,37 +16,12 @@
 #include <random>
 #include <string>
 
+#include "backward_identity_cases.h"
 #include "delta_rule_backward_check.h"
 
 namespace {
 
 using namespace larc::testing::backward_checks;
-
-struct IdentityCase {
-  std::uint64_t seed = 0;
-  Shape shape{1, 1, 1, false};
-  Seeds seeds = Seeds::both;
-  bool zero_decays = false;  // some α_t = 0 (g_t = −∞)
-  Eigen::Index checkpoint = 1;
-
-  std::string describe() const {
-    return "GDN seed=" + std::to_string(seed) + " T=" + std::to_string(shape.T) + " dk=" + std::to_string(shape.dk) +
-           " dv=" + std::to_string(shape.dv) + (shape.initial_state ? " with S0" : " S0=0") + " cotangents " +
-           seeds_name(seeds) + (zero_decays ? " some alpha=0" : "") + " checkpoint=" + std::to_string(checkpoint);
-  }
-};
-
-IdentityCase gen_identity_case() {
-  IdentityCase c;
-  c.seed = *rc::gen::arbitrary<std::uint64_t>();
-  c.shape = {*rc::gen::inRange(1, 21), *rc::gen::inRange(1, 5), *rc::gen::inRange(1, 5), *rc::gen::arbitrary<bool>()};
-  c.seeds = *rc::gen::element(Seeds::d_o, Seeds::d_final_state, Seeds::both);
-  c.zero_decays = *rc::gen::arbitrary<bool>();
-  c.checkpoint = *rc::gen::inRange(1, 9);
-  RC_LOG() << c.describe();
-  ::testing::Test::RecordProperty("failing_case", c.describe());  // overwritten by each case; the last is the failure
-  return c;
-}
 
 // The case's problem, its cotangents, forward result and gradients.
 struct Evaluated {
@@ -80,20 +55,20 @@ rational final_state_term(const Evaluated& e) {
 }
 
 RC_GTEST_PROP(DeltaRuleBackwardIdentities, I1QueryGradientPairsWithOutputGradient, ()) {
-  const Evaluated e = evaluate(gen_identity_case());
+  const Evaluated e = evaluate(gen_identity_case("GDN"));
   for (Eigen::Index t = 0; t < e.p.T(); ++t)
     RC_ASSERT(rational(e.p.q.row(t).dot(e.g.dq.row(t))) == output_term(e, t));
 }
 
 RC_GTEST_PROP(DeltaRuleBackwardIdentities, I2KeyStepValueRescalingLeavesLossInvariant, ()) {
-  const Evaluated e = evaluate(gen_identity_case());
+  const Evaluated e = evaluate(gen_identity_case("GDN"));
   for (Eigen::Index t = 0; t < e.p.T(); ++t)
     RC_ASSERT(rational(e.p.k.row(t).dot(e.g.dk.row(t)) - 2 * e.p.beta(t) * e.g.dbeta(t) + e.p.v.row(t).dot(e.g.dv.row(t))) ==
               rational(0));
 }
 
 RC_GTEST_PROP(DeltaRuleBackwardIdentities, I3LogDecayGradientIsASuffixSum, ()) {
-  const Evaluated e = evaluate(gen_identity_case());
+  const Evaluated e = evaluate(gen_identity_case("GDN"));
   const Vec<rational> dg = dr::log_decay_gradient(e.p.alpha, e.g.dalpha);
   rational suffix = final_state_term(e);
   for (Eigen::Index t = e.p.T() - 1; t >= 0; --t) {
@@ -103,7 +78,7 @@ RC_GTEST_PROP(DeltaRuleBackwardIdentities, I3LogDecayGradientIsASuffixSum, ()) {
 }
 
 RC_GTEST_PROP(DeltaRuleBackwardIdentities, I4LossIsLinearInValuesAndInitialState, ()) {
-  const Evaluated e = evaluate(gen_identity_case());
+  const Evaluated e = evaluate(gen_identity_case("GDN"));
   rational loss = final_state_term(e), euler = frobenius(e.p.start_state(), e.g.d_initial_state);
   for (Eigen::Index t = 0; t < e.p.T(); ++t) {
     loss += output_term(e, t);
@@ -113,7 +88,7 @@ RC_GTEST_PROP(DeltaRuleBackwardIdentities, I4LossIsLinearInValuesAndInitialState
 }
 
 RC_GTEST_PROP(DeltaRuleBackwardIdentities, I6InitialStateGradientDoesNotDependOnInitialState, ()) {
-  const IdentityCase c = gen_identity_case();
+  const IdentityCase c = gen_identity_case("GDN");
   const Evaluated e = evaluate(c);
   dr::Problem<rational> other = e.p;
   other.initial_state = larc::proofs::RationalSource(c.seed + 3, 9, 8).matrix(c.shape.dk, c.shape.dv);
@@ -121,7 +96,7 @@ RC_GTEST_PROP(DeltaRuleBackwardIdentities, I6InitialStateGradientDoesNotDependOn
 }
 
 RC_GTEST_PROP(DeltaRuleBackwardIdentities, I7ZeroStartOrZeroStepGivesZeroGradients, ()) {
-  IdentityCase c = gen_identity_case();
+  IdentityCase c = gen_identity_case("GDN");
   c.shape.initial_state = false;
   Evaluated e = evaluate(c);
   RC_ASSERT(e.g.dalpha(0) == rational(0));

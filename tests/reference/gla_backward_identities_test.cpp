@@ -17,37 +17,12 @@
 #include <random>
 #include <string>
 
+#include "backward_identity_cases.h"
 #include "gla_backward_check.h"
 
 namespace {
 
 using namespace larc::testing::backward_checks;
-
-struct IdentityCase {
-  std::uint64_t seed = 0;
-  Shape shape{1, 1, 1, false};
-  Seeds seeds = Seeds::both;
-  bool zero_decays = false;  // some a_ti = 0 (gk_ti = −∞)
-  Eigen::Index checkpoint = 1;
-
-  std::string describe() const {
-    return "GLA seed=" + std::to_string(seed) + " T=" + std::to_string(shape.T) + " dk=" + std::to_string(shape.dk) +
-           " dv=" + std::to_string(shape.dv) + (shape.initial_state ? " with S0" : " S0=0") + " cotangents " +
-           seeds_name(seeds) + (zero_decays ? " some a=0" : "") + " checkpoint=" + std::to_string(checkpoint);
-  }
-};
-
-IdentityCase gen_identity_case() {
-  IdentityCase c;
-  c.seed = *rc::gen::arbitrary<std::uint64_t>();
-  c.shape = {*rc::gen::inRange(1, 21), *rc::gen::inRange(1, 5), *rc::gen::inRange(1, 5), *rc::gen::arbitrary<bool>()};
-  c.seeds = *rc::gen::element(Seeds::d_o, Seeds::d_final_state, Seeds::both);
-  c.zero_decays = *rc::gen::arbitrary<bool>();
-  c.checkpoint = *rc::gen::inRange(1, 9);
-  RC_LOG() << c.describe();
-  ::testing::Test::RecordProperty("failing_case", c.describe());  // overwritten by each case; the last is the failure
-  return c;
-}
 
 // The case's problem, its cotangents (zero where not seeded), forward result and gradients.
 struct Evaluated {
@@ -76,18 +51,18 @@ rational frobenius(const Mat<rational>& a, const Mat<rational>& b) { return a.cw
 rational output_term(const Evaluated& e, Eigen::Index t) { return e.fwd.o.row(t).dot(e.cot.d_o.row(t)); }
 
 RC_GTEST_PROP(GlaBackwardIdentities, G1QueryGradientPairsWithOutputGradient, ()) {
-  const Evaluated e = evaluate(gen_identity_case());
+  const Evaluated e = evaluate(gen_identity_case("GLA"));
   for (Eigen::Index t = 0; t < e.p.T(); ++t) RC_ASSERT(rational(e.p.q.row(t).dot(e.g.dq.row(t))) == output_term(e, t));
 }
 
 RC_GTEST_PROP(GlaBackwardIdentities, G2KeyValueRescalingLeavesLossInvariant, ()) {
-  const Evaluated e = evaluate(gen_identity_case());
+  const Evaluated e = evaluate(gen_identity_case("GLA"));
   for (Eigen::Index t = 0; t < e.p.T(); ++t)
     RC_ASSERT(rational(e.p.k.row(t).dot(e.g.dk.row(t))) == rational(e.p.v.row(t).dot(e.g.dv.row(t))));
 }
 
 RC_GTEST_PROP(GlaBackwardIdentities, G3LogDecayGradientIsAChannelSuffixSum, ()) {
-  const Evaluated e = evaluate(gen_identity_case());
+  const Evaluated e = evaluate(gen_identity_case("GLA"));
   const Mat<rational> dgk = gla::log_decay_gradient(e.p.a, e.g.da);
   const Mat<rational> s0 = e.p.start_state();
   for (Eigen::Index i = 0; i < e.p.dk(); ++i) {
@@ -101,7 +76,7 @@ RC_GTEST_PROP(GlaBackwardIdentities, G3LogDecayGradientIsAChannelSuffixSum, ()) 
 }
 
 RC_GTEST_PROP(GlaBackwardIdentities, G4LossIsLinearInValuesAndInitialState, ()) {
-  const Evaluated e = evaluate(gen_identity_case());
+  const Evaluated e = evaluate(gen_identity_case("GLA"));
   rational loss = frobenius(e.fwd.final_state, *e.cot.d_final_state), euler = frobenius(e.p.start_state(), e.g.d_initial_state);
   for (Eigen::Index t = 0; t < e.p.T(); ++t) {
     loss += output_term(e, t);
@@ -111,7 +86,7 @@ RC_GTEST_PROP(GlaBackwardIdentities, G4LossIsLinearInValuesAndInitialState, ()) 
 }
 
 RC_GTEST_PROP(GlaBackwardIdentities, G5InitialStateGradientDoesNotDependOnInitialState, ()) {
-  const IdentityCase c = gen_identity_case();
+  const IdentityCase c = gen_identity_case("GLA");
   const Evaluated e = evaluate(c);
   gla::Problem<rational> other = e.p;
   other.initial_state = larc::proofs::RationalSource(c.seed + 3, 9, 8).matrix(c.shape.dk, c.shape.dv);
@@ -119,7 +94,7 @@ RC_GTEST_PROP(GlaBackwardIdentities, G5InitialStateGradientDoesNotDependOnInitia
 }
 
 RC_GTEST_PROP(GlaBackwardIdentities, G6ZeroStartGivesZeroFirstDecayGradient, ()) {
-  IdentityCase c = gen_identity_case();
+  IdentityCase c = gen_identity_case("GLA");
   c.shape.initial_state = false;
   const Evaluated e = evaluate(c);
   RC_ASSERT(e.g.da.row(0).isZero(0));
