@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "backward_duality.h"
+#include "delta_rule_mechanisms.h"
 #include "larc/proofs_check/exact.h"
 #include "larc/reference/delta_rule_backward.h"
 #include "larc/reference/dual.h"
@@ -25,23 +26,13 @@
 namespace larc::testing::backward_checks {
 
 namespace dr = larc::ref::delta_rule;
+using larc::testing::Mechanism;
+using larc::testing::mechanism_name;
+using larc::testing::Shape;
 using larc::ref::Mat;
 using larc::ref::rational;
 using larc::ref::Vec;
 
-enum class Mechanism { deltanet, gdn, kla };
-
-inline std::string mechanism_name(Mechanism m) {
-  switch (m) {
-    case Mechanism::deltanet: return "DeltaNet";
-    case Mechanism::gdn: return "GDN";
-    case Mechanism::kla: return "KLA";
-  }
-  return "?";
-}
-
-// gtest prints test parameters through this (found by argument-dependent lookup).
-inline void PrintTo(Mechanism m, std::ostream* os) { *os << mechanism_name(m); }
 
 // A problem and, for KLA, the relaxation gates η its steps come from (β = η / (‖k‖² + ε)).
 template <class S>
@@ -55,10 +46,6 @@ struct Case {
 template <class S>
 using InputTangent = dr::Gradients<S>;
 
-struct Shape {
-  Eigen::Index T, dk, dv;
-  bool initial_state;
-};
 
 // Rational cases drawn as tests/delta_rule_forms_rational_test.cpp draws them: entries n/d with
 // |n| ≤ 9, d ≤ 8; α (GDN, KLA) and β or η in (0, 1]; KLA's ε = 10⁻⁶; scale 1/2. With unit_keys the

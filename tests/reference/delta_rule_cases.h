@@ -11,6 +11,7 @@
 #include "larc/proofs_check/exact.h"
 #include "larc/reference/delta_rule.h"
 #include "forms_tolerance.h"
+#include "delta_rule_mechanisms.h"
 
 namespace larc::testing {
 
@@ -18,24 +19,7 @@ namespace dr = larc::ref::delta_rule;
 using larc::ref::Mat;
 using larc::ref::Vec;
 
-enum class Mechanism { deltanet, gdn, kla };
 
-inline std::string mechanism_name(Mechanism m) {
-  switch (m) {
-    case Mechanism::deltanet: return "DeltaNet";
-    case Mechanism::gdn: return "GDN";
-    case Mechanism::kla: return "KLA";
-  }
-  return "?";
-}
-
-// gtest prints test parameters through this (found by argument-dependent lookup).
-inline void PrintTo(Mechanism m, std::ostream* os) { *os << mechanism_name(m); }
-
-struct Shape {
-  Eigen::Index T, dk, dv;
-  bool initial_state;
-};
 
 inline std::string describe(Mechanism m, const Shape& s, std::uint64_t seed) {
   return mechanism_name(m) + " T=" + std::to_string(s.T) + " dk=" + std::to_string(s.dk) +
