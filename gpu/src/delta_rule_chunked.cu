@@ -1,5 +1,5 @@
 // Launchers and registry entries of the chunked GDN / KLA forward (issue 8; the kernels:
-// delta_rule_chunked.cuh; docs/gpu-kernels.md "Chunked kernels (issue 8)"). Inputs and outputs are
+// delta_rule_chunked.cuh; docs/gpu-kernels/delta-rule.md "Chunked GDN and KLA"). Inputs and outputs are
 // exactly gdn-fused-recurrent's and kla-fused-recurrent's (delta_rule_fused.cu): q, k [B,T,H,K],
 // v and o [B,T,H,V], g and beta (KLA: eta) [B,T,H] in one dtype, optional fp32 initial_state and
 // final_state [B,H,K,V]; scale K^-1/2; KLA's ε = 1e-6. K ≤ 256, any V ≥ 1, any T ≥ 0. The varlen

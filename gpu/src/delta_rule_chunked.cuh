@@ -1,4 +1,4 @@
-// The chunked forward of GDN and KLA (issue 8; docs/gpu-kernels.md "Chunked delta rule (issue 8)"):
+// The chunked forward of GDN and KLA (issue 8; docs/gpu-kernels/delta-rule.md "Chunked GDN and KLA"):
 // FLA's chunk gated delta rule in the UT/WY form of the reference's delta_rule::chunked, C = 64.
 //
 // Per head, chunk of n ≤ 64 tokens (local index i), in-chunk log-decays G_i = Σ_{r≤i} g_r and

@@ -1,5 +1,5 @@
 // Launchers and registry entries of the delta-rule family's fused recurrent kernels (the kernel and
-// its mapping: delta_rule_fused.cuh; docs/gpu-kernels.md "Delta-rule family"). Conventions are the
+// its mapping: delta_rule_fused.cuh; docs/gpu-kernels/delta-rule.md). Conventions are the
 // harness mechanisms' (harness/src/mechanisms_delta_rule.cpp, mechanisms_linear_attention.cpp,
 // mechanisms_gla.cpp): q, k [B,T,H,K], v and o [B,T,H,V], gates [B,T,H] (gk [B,T,H,K]), fp32 states
 // [B,H,K,V]; varlen kernels take FLA's cu_seqlens with B = 1 and states [N,H,K,V].

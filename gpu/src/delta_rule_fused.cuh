@@ -1,4 +1,4 @@
-// The fused recurrent kernel of the delta-rule / linear-attention family (docs/gpu-kernels.md,
+// The fused recurrent kernel of the delta-rule / linear-attention family (docs/gpu-kernels/delta-rule.md,
 // "Delta-rule family"): one templated kernel, a small compile-time policy per mechanism.
 //
 // Per head and token t (SPEC "Baselines"; the order of reference State::step, which is FLA's):

@@ -1,5 +1,5 @@
 // Matrices held in the registers of one block of kBlockThreads threads, shared by the VLA and CCQ
-// kernels (vla_fused.cu, ccq_fused.cu; docs/gpu-kernels.md "VLA", "CCQ"):
+// kernels (vla_fused.cu, ccq_fused.cu; docs/gpu-kernels/vla.md, ccq.md):
 //
 //   SquareRows<KMAX>     a KMAX×KMAX fp32 matrix (VLA's penalty A, CCQ's key Gram C): thread t owns row
 //                        t / kParts and, of its columns, the runs of 4 numbered t % kParts (run r holds

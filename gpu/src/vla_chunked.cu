@@ -28,12 +28,12 @@ using namespace vla_chunked;
 
 constexpr const char* kName = "vla-chunked";
 // fp32 inputs are not offered: on the H200 the chunked penalty's fp32 outputs went up to 1.21× over the
-// gate's fp32 tolerance (docs/gpu-kernels.md, "VLA"): A_t k̂_t = K̂ A_s − (correction) cancels as A
+// gate's fp32 tolerance (docs/gpu-kernels/vla.md, "Chunked"): A_t k̂_t = K̂ A_s − (correction) cancels as A
 // shrinks within a chunk, and the rounding of K̂ A_s is amplified by it.
 const std::vector<DType> kDtypes = {DType::bf16, DType::fp16};
 // Nor K < 16: on the H200 the final state missed the gate's fp32-grade tolerance (2 × the float
 // references' error) in 24 of 400 random bf16/fp16 cases, every one at K ∈ {2, 3, 5, 8} (worst 2.5× at
-// K = 2; from K = 12 on the worst was 0.95×, and 0.88× at 16; docs/gpu-kernels.md, "VLA"). Shorter
+// K = 2; from K = 12 on the worst was 0.95×, and 0.88× at 16; docs/gpu-kernels/vla.md, "Chunked"). Shorter
 // penalty blocks and an fp64 penalty pass did not cure it; vla-fused-recurrent takes any K.
 constexpr std::int64_t kMinK = 16;
 
@@ -346,7 +346,7 @@ void append_vla_chunked_kernels(std::vector<Kernel>& out) {
   Kernel k = vla_entry(kName,
                        "VLA, chunked (C = 64): the Sherman–Morrison penalty blocked as an LDLᵀ per chunk (sequential "
                        "per head, A on chip), then the memory by the UT/WY delta rule with keys k̂ and α̂; products on "
-                       "tensor cores; bf16/fp16 only, K ≥ 16 (docs/gpu-kernels.md, VLA)",
+                       "tensor cores; bf16/fp16 only, K ≥ 16 (docs/gpu-kernels/vla.md)",
                        kDtypes, launch);
   k.limits.min_K = kMinK;
   out.push_back(std::move(k));

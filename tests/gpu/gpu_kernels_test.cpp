@@ -59,7 +59,7 @@ class GpuKernelsWithInitialState : public GpuKernels {};
 TEST_P(GpuKernels, PassTheOracleOnASmallShape) { expect_passes(g, dtype, shape_for(*g.kernel, 2, 65, 2, 32), 7); }
 
 // Key dimensions far below the chunk length, across three chunks, for every kernel that takes them
-// (vla-chunked takes K ≥ 16: below it its final state missed the tolerance, docs/gpu-kernels.md "VLA").
+// (vla-chunked takes K ≥ 16: below it its final state missed the tolerance, docs/gpu-kernels/vla.md).
 TEST_P(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
   for (std::int64_t d : {1, 3, 5}) {
     const Shape shape{2, 150, 2, d, d};
