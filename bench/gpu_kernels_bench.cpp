@@ -1,4 +1,4 @@
-// Speed of every registered GPU kernel (issue 7, item 5), timed with CUDA events around each launch
+// Speed of every registered GPU kernel (docs/gpu.md, "Benchmarks"), timed with CUDA events around each launch
 // (Google Benchmark manual time; report the median of the repetitions):
 //   prefill: B = 1, H = 16, D = 128, T ∈ {2k, 8k, 32k} (VLA: 2^10 .. 2^17; chunked kernels: 2k, 8k,
 //            32k, 64k, 128k), bf16, outputs only (no final state);
@@ -126,8 +126,8 @@ bool takes(const larc::gpu::Kernel& k, const Shape& s) {
 void register_all() {
   for (const larc::gpu::Kernel& k : larc::gpu::kernels()) {
     // VLA-C10 (SPEC §1) places VLA's crossover with softmax attention near 43,000 tokens: VLA kernels
-    // (vla-chunked too: issue 8 judges it against SDPA from 16k) are timed over 2^10 .. 2^17 tokens; the
-    // other chunked kernels (issue 8) at FLA's chunk GDN anchor lengths (../shared/anchors/README.md)
+    // (vla-chunked too: its target is to beat SDPA from 16k) are timed over 2^10 .. 2^17 tokens; the
+    // other chunked kernels at FLA's chunk GDN anchor lengths (../shared/anchors/README.md)
     // 2k .. 128k; the others at 2k, 8k, 32k.
     std::vector<std::int64_t> lengths{2048, 8192, 32768};
     if (k.mechanism == "vla") lengths = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};

@@ -1,4 +1,4 @@
-// Chunked AHLA (SPEC §5, Fig. 2(C), HLA-C6/C10; issue 8): "ahla-chunked", mechanism "ahla" (inputs,
+// Chunked AHLA (SPEC §5, Fig. 2(C), HLA-C6/C10): "ahla-chunked", mechanism "ahla" (inputs,
 // stages and arithmetic in hla_chunked.cuh). For chunk c with Q, K, W its rows and A = L ⊙ (Q Kᵀ), and
 // P = Σ k wᵀ, E = Σ_i k_i (q_iᵀ P_i) (reference/hla_ahla.h) before the chunk (P_p, E_p):
 //   Y = Q P_p + A W          (row i: q_iᵀ P_i, P_i the sum through token i)

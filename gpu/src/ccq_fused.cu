@@ -11,7 +11,7 @@
 //
 // Σ_t is ccq.h's C/n − m mᵀ/n² (C = Σ k kᵀ, m = Σ k); formed that way it cancels: after one token
 // Σ_1 = k kᵀ − k kᵀ = 0 exactly, yet C q and m (mᵀq) rounded apart leave u‖k‖²‖q‖ behind (the H200
-// fuzz campaign's worst fp32 failures, 4–8× the tolerance at t = 0, keys with ‖k‖ ≈ 6). The centred form
+// fuzz campaign's worst fp32 failures: docs/gpu-kernels/ccq.md, "Why centred"). The centred form
 // has no such cancellation: M_1 = 0 exactly. scale = K^{-1/2}; zero initial state and statistics.
 // Outputs o [B,T,H,V], final_state S_T [B,H,K,V], final_key_gram C_T [B,H,K,K] (a second pass over
 // the keys, in the blocks of tile 0, when asked for), final_key_sum m_T [B,H,K] (fp32; n_T = T).

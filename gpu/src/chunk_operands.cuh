@@ -225,7 +225,8 @@ __device__ __forceinline__ void store_pair(const Operand<T, TERMS, KD>& op, int 
 
 // Writes op's element pair (row, 2w), (row, 2w + 1) = f(row, 2w), f(row, 2w + 1) for rows < rows and
 // every pair of KD, split into the operand's planes; threads share the work (pairs, row-major). Unrolled
-// by 4 so that four pairs' input loads are in flight at once (HLA/AHLA chunked −5 to −8 %, H200).
+// by 4 so that four pairs' input loads are in flight at once (the gain: docs/perf-notes.md, "Chunked HLA
+// second order and AHLA" row 2).
 template <class T, int TERMS, int KD, class F>
 __device__ __forceinline__ void fill(const Operand<T, TERMS, KD>& op, int rows, F f) {
 #pragma unroll 4

@@ -1,4 +1,4 @@
-// Launchers and registry entries of the chunked GDN / KLA forward (issue 8; the kernels:
+// Launchers and registry entries of the chunked GDN / KLA forward (the kernels:
 // delta_rule_chunked.cuh; docs/gpu-kernels/delta-rule.md "Chunked GDN and KLA"). Inputs and outputs are
 // exactly gdn-fused-recurrent's and kla-fused-recurrent's (delta_rule_fused.cu): q, k [B,T,H,K],
 // v and o [B,T,H,V], g and beta (KLA: eta) [B,T,H] in one dtype, optional fp32 initial_state and

@@ -1,4 +1,4 @@
-// The chunked forward of GDN and KLA (issue 8; docs/gpu-kernels/delta-rule.md "Chunked GDN and KLA"):
+// The chunked forward of GDN and KLA (docs/gpu-kernels/delta-rule.md "Chunked GDN and KLA"):
 // FLA's chunk gated delta rule in the UT/WY form of the reference's delta_rule::chunked, C = 64.
 //
 // Per head, chunk of n ≤ 64 tokens (local index i), in-chunk log-decays G_i = Σ_{r≤i} g_r and
@@ -29,11 +29,10 @@
 //
 // Arithmetic (chunk_operands.cuh). fp32 state and accumulation everywhere. bf16/fp16 inputs: every
 // chunk-local product on tensor cores; inputs enter exactly; fp32 intermediates as three bf16 terms on
-// the state's path (T, W, K̃, U, V_new, S: the final state is fp32 and is judged as such — two terms
-// left it 10-20× over the gate's fp32 tolerance on the H200) and as two in chunk_output, whose o is
-// rounded to the input dtype. fp32 inputs: the same products by FMA in fp64 — never TF32 (FLA's chunk
-// kernel on fp32 inputs returns TF32-grade results, up to 0.9 % off at one timestep,
-// ../shared/anchors/README.md).
+// the state's path (T, W, K̃, U, V_new, S: the final state is fp32 and is judged as such; two terms
+// miss the gate's fp32 tolerance: docs/perf-notes.md, "Chunked GDN / KLA" row 1) and as two in
+// chunk_output, whose o is rounded to the input dtype. fp32 inputs: the same products by FMA in fp64 —
+// never TF32 (FLA's chunk kernel on fp32 inputs returns TF32-grade results: ../shared/anchors/README.md).
 #pragma once
 
 #include <cstdint>

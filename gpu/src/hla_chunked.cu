@@ -1,4 +1,4 @@
-// Chunked second-order masked HLA (SPEC §5, Fig. 1(C), HLA-C1/C2/C10; issue 8): "hla-chunked" and
+// Chunked second-order masked HLA (SPEC §5, Fig. 1(C), HLA-C1/C2/C10): "hla-chunked" and
 // "hla-normalized-chunked", mechanisms "hla" and "hla-normalized" (inputs, stages and arithmetic in
 // hla_chunked.cuh). For chunk c with Q, K, W its rows and A = L ⊙ (Q Kᵀ), and S = Σ k kᵀ, F = S^K C − G
 // (reference/hla_second.h) before the chunk (S_p, F_p):

@@ -1,5 +1,5 @@
 // Shared pieces of the chunked HLA kernels (hla_chunked.cu: second order; ahla_chunked.cu: AHLA; SPEC §5,
-// Fig. 1(C) and 2(C), HLA-C10; issue 8): the inputs and outputs of the fused recurrent kernels
+// Fig. 1(C) and 2(C), HLA-C10; docs/gpu-kernels/hla.md): the inputs and outputs of the fused recurrent kernels
 // (hla_fused.cu: q, k [B,T,H,K], v, o [B,T,H,V], γ = 1, no state in or out, K ≤ 128), chunks of C = 64
 // tokens, w = v or [v; 1] for the normalised read (dw = V + 1 columns: the normaliser is w's last).
 //

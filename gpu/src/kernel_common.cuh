@@ -28,8 +28,8 @@ template <>
 __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 
 // e^x rounded once to fp32 (through fp64): CUDA's expf may be 2 ulp off, and a decay's error compounds
-// over every step a long memory keeps (the H200 gate's fp32 GLA, CCQ-GLA and log-linear cases with
-// decays near 1 exceeded the k = 2 tolerance by up to 2.2× with expf). The CPU baselines' std::exp is
+// over every step a long memory keeps (with expf the H200 gate's fp32 GLA, CCQ-GLA and log-linear cases
+// with decays near 1 exceeded the k = 2 tolerance: docs/perf-notes.md, "Decays rounded once"). The CPU baselines' std::exp is
 // correctly rounded in float; this matches it except in rare double-rounding ties. Once per token and
 // channel, never in the state loop.
 __device__ __forceinline__ float exp_rounded_once(float x) { return static_cast<float>(exp(static_cast<double>(x))); }

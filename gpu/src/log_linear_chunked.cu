@@ -1,4 +1,4 @@
-// Chunked log-linear attention, Mamba-2 variant (SPEC §4 "Chunked"; issue 8): "log-linear-chunked",
+// Chunked log-linear attention, Mamba-2 variant (SPEC §4 "Chunked"; docs/gpu-kernels/log-linear.md): "log-linear-chunked",
 // mechanism "log-linear", the inputs and output of log-linear-fused-recurrent (q, k [B,T,1,K] shared by
 // all heads, v [B,T,H,V], g [B,T,H], level_scales [B,T,H,L]; o [B,T,H,V]; no state in or out, no read
 // scale), K ≤ 128, T ≤ 2^23.

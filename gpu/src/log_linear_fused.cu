@@ -26,8 +26,7 @@
 // GDN transition (I − β k kᵀ) acts on rows only), so warps never communicate; the sums over K
 // (Sᵀ k for GDN, Sᵀ q for the read) are xor-butterfly shuffles, which leave the identical sum in every
 // lane and add in a fixed order (deterministic). No atomics, no shared memory, no barrier.
-// Measured (H200, bf16, B=1, H=16, K=V=128): Mamba-2 2.0 / 9.7 / 41 ms and GDN 4.4 / 21 / 89 ms at
-// T = 2,048 / 8,192 / 32,768.
+// Speed on the H200: docs/gpu-kernels/log-linear.md, "Measured".
 #include <bit>
 #include <cstdint>
 
@@ -98,11 +97,10 @@ __device__ __forceinline__ float warp_sum(float x) {
 __device__ __forceinline__ bool live(std::int64_t t, int level) { return (t >> (level - 1)) & 1; }
 
 // GDN at kLevels = 16 is held to 128 registers (4 blocks, 16 warps an SM: B·H·V = 2048 columns fit one
-// wave of 132 SMs). Measured on the H200 at B=1, H=16, K=V=128, T=2048: unbounded, with every live
-// level's shuffles issued together (154 registers, two waves), 10.9 ms; bounded so, 6.5 ms (28 bytes
-// spilled); bounded with the level-by-level sums below (no spills), 4.4 ms. The same bound slowed
-// Mamba-2 (114 registers unbounded) from 2.0 to 2.6 ms. 0 leaves the register count to ptxas as no
-// bound does (1 makes it allocate differently: 125 for Mamba-2).
+// wave of 132 SMs); with the level-by-level sums below it does not spill. Unbounded (every live level's
+// shuffles issued together) it took two waves; the bound on Mamba-2 slowed it, so Mamba-2 has none (the
+// measurements: docs/gpu-kernels/log-linear.md, "Measured"). 0 leaves the register count to ptxas as no
+// bound does (1 makes it allocate differently).
 template <Variant variant, int kLevels>
 constexpr int kMinBlocksPerSm = variant == Variant::gdn && kLevels <= kFewLevels ? 4 : 0;
 

@@ -1,4 +1,4 @@
-// Chunked log-linear attention, GDN variant (SPEC §4 "Chunked"; issue 8): "log-linear-gdn-chunked",
+// Chunked log-linear attention, GDN variant (SPEC §4 "Chunked"; docs/gpu-kernels/log-linear.md): "log-linear-gdn-chunked",
 // mechanism "log-linear-gdn", the inputs and output of log-linear-gdn-fused-recurrent (q, k [B,T,H,K],
 // v [B,T,H,V], g and beta [B,T,H], level_scales [B,T,H,L]; o [B,T,H,V]; no state in or out, no read
 // scale), K ≤ 128, T ≤ 2^20.

@@ -1,4 +1,4 @@
-// The sequential state pass of the chunked delta rules (issue 8; gdn/kla-chunked and vla-chunked,
+// The sequential state pass of the chunked delta rules (gdn/kla-chunked and vla-chunked,
 // bf16/fp16 inputs), with the state held in registers (docs/perf-notes.md, "Chunked GDN / KLA" row 8).
 //
 // Per chunk c of a (sequence, head), the generalised delta rule in the UT/WY form, transposed so that the

@@ -1,4 +1,4 @@
-// Validation before every launch (issue 7, item 1): each tensor of a launch is bound to a pattern of
+// Validation before every launch (docs/gpu.md, "Validation before every launch"): each tensor of a launch is bound to a pattern of
 // dimension letters (the harness's: B, T, H, K, V, L, N, 1, e.g. "BTHK", "BHKV"); the first tensor
 // naming a letter fixes its size and every later one must agree. Every problem becomes a message that
 // names the kernel, the tensor, the field and what was expected; nothing is launched after one.

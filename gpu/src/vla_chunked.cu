@@ -1,4 +1,4 @@
-// vla-chunked (issue 8): the chunked forward of VLA, mechanism "vla" — the tensors, parameters and
+// vla-chunked: the chunked forward of VLA, mechanism "vla" — the tensors, parameters and
 // refusals of vla-fused-recurrent (vla_inputs.h), but bf16/fp16 only: q, k [B,T,H,K], v and o [B,T,H,V]
 // in bf16 or fp16, optional fp32 final_state [B,H,K,V] = X_T = S_Tᵀ, no initial_state, 16 ≤ K ≤ 128, any V ≥ 1,
 // any T ≥ 0.
@@ -27,14 +27,14 @@ namespace {
 using namespace vla_chunked;
 
 constexpr const char* kName = "vla-chunked";
-// fp32 inputs are not offered: on the H200 the chunked penalty's fp32 outputs went up to 1.21× over the
-// gate's fp32 tolerance (docs/gpu-kernels/vla.md, "Chunked"): A_t k̂_t = K̂ A_s − (correction) cancels as A
-// shrinks within a chunk, and the rounding of K̂ A_s is amplified by it.
+// fp32 inputs are not offered: the chunked penalty's fp32 outputs missed the gate's fp32 tolerance on
+// the H200 (the figures: docs/gpu-kernels/vla.md, "Chunked"): A_t k̂_t = K̂ A_s − (correction) cancels
+// as A shrinks within a chunk, and the rounding of K̂ A_s is amplified by it.
 const std::vector<DType> kDtypes = {DType::bf16, DType::fp16};
-// Nor K < 16: on the H200 the final state missed the gate's fp32-grade tolerance (2 × the float
-// references' error) in 24 of 400 random bf16/fp16 cases, every one at K ∈ {2, 3, 5, 8} (worst 2.5× at
-// K = 2; from K = 12 on the worst was 0.95×, and 0.88× at 16; docs/gpu-kernels/vla.md, "Chunked"). Shorter
-// penalty blocks and an fp64 penalty pass did not cure it; vla-fused-recurrent takes any K.
+// Nor K < 16: below it the final state missed the gate's fp32-grade tolerance (2 × the float
+// references' error) in random bf16/fp16 cases on the H200, from K = 12 on it met it (the figures:
+// docs/gpu-kernels/vla.md, "Chunked"). Shorter penalty blocks and an fp64 penalty pass did not cure it;
+// vla-fused-recurrent takes any K.
 constexpr std::int64_t kMinK = 16;
 
 // One chunk's record (4-byte words, every part a multiple of 16 bytes), operands in Operand's layout:

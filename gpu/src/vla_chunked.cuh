@@ -1,4 +1,4 @@
-// The chunked forward of VLA (SPEC §1; issue 8): what vla-fused-recurrent computes (vla_fused.cu: the
+// The chunked forward of VLA (SPEC §1; docs/gpu-kernels/vla.md): what vla-fused-recurrent computes (vla_fused.cu: the
 // same tensors, the same φ = ELU+1, λ0 = 1, stab_eps = 1e-4, u_t = norm(k_t)/√K, ratio read), in
 // chunks of C = 64 tokens, in the chunked form of reference/include/larc/reference/vla_chunked.h
 // (vla::chunked, verified against vla::serial). This header: the pieces every kernel shares and the

@@ -1,4 +1,4 @@
-"""The peers larc's kernels are timed beside on the H200 (issues 7 and 8), in the same run:
+"""The peers larc's kernels are timed beside on the H200 (reports/h200/bench.md), in the same run:
 flash-linear-attention's fused_recurrent_gated_delta_rule (prefill and decode), chunk_gated_delta_rule and
 chunk_log_linear_attn (prefill), PyTorch SDPA (causal, FlashAttention backend) and, for VLA-C10, a
 sequential PyTorch loop of the VLA recurrence (the paper's "sequential Python" baseline), plus the

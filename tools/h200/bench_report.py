@@ -1,4 +1,4 @@
-"""Joins the H200 timings of one run into reports/h200/bench.json and bench.md (issue 7, item 5).
+"""Joins the H200 timings of one run into reports/h200/bench.json and bench.md (reports/h200/README.md).
 
 Inputs: gpu_kernels_bench's Google Benchmark JSON (repetitions with aggregates; the median is used),
 bench_peers.py's JSON (FLA fused recurrent GDN, SDPA, the copy bandwidth, VLA sequential PyTorch)
@@ -94,7 +94,7 @@ def crossover(kernel, sdpa):
 
 
 def chunked_targets(rows):
-    """Issue 8's targets, one line each where its rows were measured."""
+    """The chunked kernels' speed targets (docs/perf-notes.md), one line each where its rows were measured."""
     out = []
     prefill = {(r["kernel"], r["T"]): r for r in rows if r["kind"] == "prefill"}
     for name in ("gdn-chunked", "kla-chunked"):

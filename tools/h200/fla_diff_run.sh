@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H200 run of issue 6 item 5, sent through the device tool from the repository root with
+# The H200 run of FLA's kernels under the gate (reports/h200/fla_diff*.md), sent through the device tool from the repository root with
 # carry [".wheels", ".h200bin"]: flash-linear-attention's chunk kernels on larc's golden fixtures,
 # judged by `larc diff`, with Triton's default fp32 dot precision and with IEEE fp32 dots; plus the
 # safetensors interop check against the PyTorch host and the GPU device test. Builds nothing there:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H200 runs of issues 7 and 8 (fused and chunked kernels), sent through the device tool from the
+# The H200 runs of the fused and chunked kernels (reports/h200/README.md), sent through the device tool from the
 # repository root with carry [".wheels", ".h200bin"]. Builds nothing there: .h200bin/bundle.tar.xz holds larc, the GPU
 # tests and gpu_kernels_bench built here statically (docs/gpu.md, "Running on the H200"). The tree hash
 # of the committed reference/ + gpu/ they were built from is .h200bin/tree_hash.
@@ -7,7 +7,7 @@
 #   tools/h200/kernels_run.sh check   # GPU tests and the gate's small grid (minutes): first look
 #   tools/h200/kernels_run.sh gate    # the gate's H200 grid, GPU tests and compute-sanitizer (< 10 min)
 #   tools/h200/kernels_run.sh bench   # the benchmarks beside FLA and SDPA (< 10 min)
-#   tools/h200/kernels_run.sh accuracy  # larc's GDN kernels and FLA's on the same fixtures (issue 8)
+#   tools/h200/kernels_run.sh accuracy  # larc's GDN kernels and FLA's on the same fixtures
 #   tools/h200/kernels_run.sh perf    # bench, then accuracy (one device call: the gate's grid takes another)
 #   tools/h200/kernels_run.sh full    # gate, bench, then accuracy
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
@@ -52,7 +52,7 @@ check)
   ;;
 gate|full)
   # Correctness first, all at once (the oracle is CPU work; the GPU is shared): the GPU tests, the gate's
-  # H200 grid (issue 7 item 3: T ∈ {1, 63, 64, 65, 1000, 4096} × D ∈ {64, 128, 96}, every dtype; one
+  # H200 grid (T ∈ {1, 63, 64, 65, 1000, 4096} × D ∈ {64, 128, 96}, every dtype; one
   # report per T group so a time limit loses only the group it stops), randomized cases with the golden
   # fixtures, and compute-sanitizer (memcheck, racecheck, initcheck, synccheck) over the gate's small grid.
   run_tests > "$out/tests.txt" 2>&1 &
@@ -108,7 +108,7 @@ bench|full|perf)
     --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" --bounds reports/h200/bounds.json | tail -30
   ;;&
 accuracy|full|perf)
-  # Issue 8: "relative error <= FLA's on the same inputs". GDN fixtures in FLA's layout (B=1, T=4096,
+  # The accuracy target "relative error <= FLA's on the same inputs". GDN fixtures in FLA's layout (B=1, T=4096,
   # H=4, D=128; float64-certified oracle), FLA's chunk outputs judged by larc diff,
   # larc's GDN kernels by the gate on the same files; accuracy.md joins them.
   install_fla
@@ -119,7 +119,7 @@ accuracy|full|perf)
   done
   wait
   # FLA's chunk kernel on bf16 and fp16 (on fp32 inputs it computes in TF32: ../shared/anchors/README.md),
-  # by issue 6's tools/fla_diff.py; each candidate judged by larc diff with a JSON report.
+  # by tools/fla_diff.py; each candidate judged by larc diff with a JSON report.
   PYTHONPATH=/tmp/site timeout 100 python3 tools/fla_diff.py "$acc"/fixtures/gdn_bf16_*.safetensors \
     "$acc"/fixtures/gdn_fp16_*.safetensors --out "$acc/fla" > "$out/accuracy/fla.txt" 2>&1
   echo "fla outputs: exit $?"

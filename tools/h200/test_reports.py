@@ -1,5 +1,5 @@
 """Tests of the H200 report joiners (bench_report.py, accuracy_table.py) on synthetic inputs: peers, floors,
-issue 8's target lines and the accuracy table. Run by CTest (tools.h200_reports); no GPU, no torch."""
+the speed-target lines and the accuracy table. Run by CTest (tools.h200_reports); no GPU, no torch."""
 import json
 import pathlib
 import subprocess

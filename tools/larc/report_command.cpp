@@ -1,4 +1,4 @@
-// `larc report`: the numerical accuracy report (issue 9). Computes every section's data (JSON/CSV under
+// `larc report`: the numerical accuracy report (docs/cli.md, "larc report"). Computes every section's data (JSON/CSV under
 // OUT/data), draws the figures with tools/python/plot_accuracy.py, then writes OUT/README.md. Exit 0
 // the report was written, 1 a step failed (no matplotlib, the plotting script failed), 2 a usage error.
 #include "report_command.h"

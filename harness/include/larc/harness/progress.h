@@ -1,4 +1,4 @@
-// Progress on stderr for long runs (issue 6, item 8): cases done, rate, time left. Off when stderr
+// Progress on stderr for long runs (docs/robustness.md, "Long runs"): cases done, rate, time left. Off when stderr
 // is not a terminal unless forced (`--progress`); when forced onto a file or pipe it prints whole
 // lines at most every 5 s instead of rewriting one line.
 #pragma once
