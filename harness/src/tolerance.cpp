@@ -169,6 +169,7 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
   for (std::size_t t = 0; t < n_slices; ++t) j.slice_floor[t] = u * eo[t];
   const auto W = static_cast<std::size_t>(std::max<std::int64_t>(1, cfg.window));
   j.oracle_margin = std::numeric_limits<double>::infinity();
+  j.slice_tolerance.resize(n_slices);
   double worst_timestep_ratio = 0;
   for (std::size_t t = 0; t < n_slices; ++t) {
     const std::size_t w0 = t + 1 >= W ? t + 1 - W : 0;
@@ -179,6 +180,7 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     }
     // (3) per timestep
     const double tol_t = cfg.k * window_baseline_max + u * eo[t];
+    j.slice_tolerance[t] = tol_t;
     const double ratio_t = ey[t] == 0 ? 0 : ey[t] / tol_t;
     if (ratio_t > worst_timestep_ratio || j.worst_timestep < 0) {
       worst_timestep_ratio = ratio_t;

@@ -11,6 +11,7 @@
 #include "larc/fixtures/safetensors.h"
 #include "larc/harness/fixture.h"
 #include "larc/harness/gate.h"
+#include "larc/harness/grade_options.h"
 #include "larc/harness/profile.h"
 #include "output_files.h"
 
@@ -28,20 +29,6 @@ struct DiffCli {
   double k_reg = h::kRegressionFactor;
 };
 
-// The grades --grade, --grade-of and --grade-chunk declare; throws std::invalid_argument naming the option.
-h::GradeDeclaration declared_grades(const DiffCli& c) {
-  h::GradeDeclaration d;
-  d.grade = h::parse_grade(c.grade, "--grade");
-  d.chunk = c.grade_chunk;
-  for (const std::string& item : c.grade_of) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw std::invalid_argument("--grade-of: expected OUTPUT=GRADE (e.g. final_state=io), got '" + item + "'");
-    d.outputs[item.substr(0, eq)] = h::parse_grade(item.substr(eq + 1), "--grade-of " + item.substr(0, eq));
-  }
-  return d;
-}
-
 int run_diff(const DiffCli& c) {
   if (!can_write("diff", "--json", c.json_path) || !can_write("diff", "--record-profile", c.record_profile)) return 2;
   h::PreparedCase prepared;
@@ -56,7 +43,7 @@ int run_diff(const DiffCli& c) {
   }
   h::GradeDeclaration grades;
   try {
-    grades = declared_grades(c);
+    grades = h::parse_grade_declaration(c.grade, c.grade_of, c.grade_chunk);
   } catch (const std::invalid_argument& e) {
     std::cerr << "larc diff: " << e.what() << "\n";
     return 2;

@@ -78,8 +78,9 @@ struct Judgement {
   bool oracle_certified = false;                 // oracle_margin ≥ config.oracle_margin (else the case fails)
 
   double oracle_norm = 0;                        // ‖O‖_F over finite elements (names the oracle in profiles)
-  // Per slice: e_t(Y) and the floor F_t = u_D‖O_t‖ (what an accuracy-regression profile records).
-  std::vector<double> slice_error, slice_floor;
+  // Per slice: e_t(Y) and the floor F_t = u_D‖O_t‖ (what an accuracy-regression profile records),
+  // and criterion (3)'s tolerance k · max_{s ∈ w(t)} e_s(Z) + F_t (a failure's worst timesteps).
+  std::vector<double> slice_error, slice_floor, slice_tolerance;
 
   // Precision grades (grade.h), filled by the runner: the grade the verdict is at (the declared one),
   // the strictest grade the output meets ("none" when it meets none the case admits), and for each
