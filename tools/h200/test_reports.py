@@ -110,5 +110,30 @@ class AccuracyTable(unittest.TestCase):
                                 "| bf16 | gdn-chunked | 0.00166 | 0.00166 | 0.25 | pass |"])
 
 
+class SlimReport(unittest.TestCase):
+    def test_cases_keep_every_field_but_their_outputs_and_the_command_is_recorded(self):
+        case = {"kernel": "k", "dtype": "bf16", "pass": True, "max_rel_err": 1e-3, "reproduce": "larc gate ...",
+                "outputs": [{"output": "o", "rel_rms": 1e-3}]}
+        failure = dict(case, shrunk=dict(case))
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            for name, report in (("gate", {"tree_hash": "abc", "results": [case, case]}),
+                                 ("fuzz", {"tree_hash": "abc", "failures": [failure], "summary": {"cases": 9}})):
+                (d / "full.json").write_text(json.dumps(report))
+                subprocess.run([sys.executable, str(HERE / "slim_report.py"), str(d / "full.json"), "--out",
+                                str(d / "slim.json"), "--command", "kernels_run.sh " + name], check=True)
+                slim = json.loads((d / "slim.json").read_text())
+                key = "results" if name == "gate" else "failures"
+                self.assertEqual(slim["tree_hash"], "abc")
+                self.assertEqual(slim["summarised"]["full_report"], "kernels_run.sh " + name)
+                for c in slim[key]:
+                    self.assertNotIn("outputs", c)
+                    self.assertEqual(c["reproduce"], "larc gate ...")
+                self.assertEqual(len(slim[key]), len(report[key]))
+                if name == "fuzz":
+                    self.assertNotIn("outputs", slim["failures"][0]["shrunk"])
+                    self.assertEqual(slim["summary"], {"cases": 9})
+
+
 if __name__ == "__main__":
     unittest.main()
