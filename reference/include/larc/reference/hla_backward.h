@@ -1,0 +1,193 @@
+// The backward verbs of second-order HLA and AHLA (SPEC §5): the reverse-mode adjoints of second_serial
+// (every SecondOrder variant) and ahla_serial, plain or normalised, with decay γ (docs/gradients.md,
+// "HLA"). For the loss
+//
+//     L = Σ_t ⟨do_t, o_t⟩ + Σ_t dden_t den_t       (den only for the normalised variants)
+//
+// backward returns ∂L/∂ of every input of Problem: q, k, v and the decay γ (a scalar); ε is a fixed
+// parameter. Notation and the augmented values w_t = v_t or [v_t; 1] as in hla_common.h: every
+// summary that carries values carries its normaliser as the last column, and so do their adjoints.
+// The adjoints use + − × and, for the normalised read, ÷ by den_t + ε exactly where the forward
+// divides, so they are exact over rationals.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "larc/reference/checkpointed_reverse.h"
+#include "larc/reference/hla_ahla.h"
+#include "larc/reference/hla_second.h"
+
+namespace larc::ref::hla {
+
+// The cotangents of Result: do (T×d_v, or empty for zero) and, for the normalised variants, dden (T,
+// or absent for zero).
+template <class S>
+struct Cotangents {
+  Mat<S> d_o;
+  std::optional<Vec<S>> d_den;
+};
+
+// ∂L/∂ of each input of Problem, in its shape.
+template <class S>
+struct Gradients {
+  Mat<S> dq, dk, dv;  // T×d, T×d, T×d_v
+  S dgamma = S(0);
+};
+
+namespace detail {
+
+template <class S>
+void validate_cotangents(const Problem<S>& p, const Cotangents<S>& c, const std::string& who) {
+  if (c.d_o.size() != 0 && (c.d_o.rows() != p.T() || c.d_o.cols() != p.dv()))
+    throw std::invalid_argument(who + ": d_o must be T×d_v (or empty for zero)");
+  if (c.d_den && !p.opt.normalized)
+    throw std::invalid_argument(who + ": d_den is the cotangent of the normalised denominator; the problem is not normalised");
+  if (c.d_den && c.d_den->size() != p.T()) throw std::invalid_argument(who + ": d_den must have T entries");
+}
+
+template <class S>
+Gradients<S> zero_gradients(const Problem<S>& p) {
+  return {Mat<S>::Zero(p.T(), p.dk()), Mat<S>::Zero(p.T(), p.dk()), Mat<S>::Zero(p.T(), p.dv()), S(0)};
+}
+
+// The adjoint of finish (hla_common.h) at token t: ∂L/∂raw_t (width value_width) from do_t and dden_t.
+//   plain:       draw = do_t
+//   normalised:  o_t = r / (den + ε) with raw = [r; den]:  draw = [do_t / (den + ε);  dden_t − (o_t·do_t) / (den + ε)]
+template <class S>
+Vec<S> raw_adjoint(const Options<S>& opt, const Vec<S>& raw, const Cotangents<S>& c, Eigen::Index t) {
+  const Eigen::Index width = raw.size();
+  Vec<S> d_raw = Vec<S>::Zero(width);
+  const bool has_do = c.d_o.size() != 0;
+  if (!opt.normalized) {
+    if (has_do) d_raw = c.d_o.row(t).transpose();
+    return d_raw;
+  }
+  const Eigen::Index dv = width - 1;
+  const S den = raw(dv) + opt.eps;
+  if (has_do) {
+    const auto d_o = c.d_o.row(t).transpose();
+    d_raw.head(dv) = d_o / den;
+    d_raw(dv) = -S(raw.head(dv).dot(d_o)) / (den * den);  // −(o_t·do_t) / (den + ε), o_t = r / (den + ε)
+  }
+  if (c.d_den) d_raw(dv) += (*c.d_den)(t);
+  return d_raw;
+}
+
+}  // namespace detail
+
+// The adjoint of second_serial(p, variant) (docs/gradients.md, "HLA"). Per token, from the summaries
+// before (S^K', C', G') and after (S^K, C, G), with raw_t = qᵀ(S^K C − G) (G absent for unmasked),
+// draw = raw_adjoint, u = S^Kᵀ q, and (γ_G, γ_X) = (γ², γ) for masked, (γ, 1) for masked_as_printed:
+//   read     dq_t += S^K (C draw) − G draw,   D_SK += q (C draw)ᵀ,   D_C += u drawᵀ,   D_G −= q drawᵀ
+//   C        C = γ C' + q wᵀ:     dq_t += D_C w,  dw_t = D_Cᵀ q,  dγ += ⟨C', D_C⟩,  D_C' = γ D_C
+//   S^K      S^K = γ S^K' + k kᵀ: dk_t += (D_SK + D_SKᵀ) k,  dγ += ⟨S^K', D_SK⟩,  D_SK' = γ D_SK
+//   G        G = γ_G G' + γ_X k kᵀ C':  with E = γ_X D_G,  dk_t += E (C'ᵀ k) + C' (Eᵀ k),
+//            dγ += γ_G'(γ) ⟨G', D_G⟩ + γ_X'(γ) ⟨k kᵀ C', D_G⟩,  D_G' = γ_G D_G,  D_C' += k kᵀ E
+// dv_t is dw_t without its normaliser row. Checkpointed every `checkpoint` tokens over SecondOrderState
+// (checkpointed_reverse.h); no summary is recovered by undoing a step (that divides by γ).
+template <class S>
+Gradients<S> second_backward(const Problem<S>& p, SecondOrder variant, const Cotangents<S>& c, Eigen::Index checkpoint = 64) {
+  validate(p, "hla::second_backward");
+  detail::validate_cotangents(p, c, "hla::second_backward");
+  const Eigen::Index T = p.T(), d = p.dk(), dv = p.dv(), width = value_width(p.opt, dv);
+  Gradients<S> g = detail::zero_gradients(p);
+  const S& gamma = p.opt.gamma;
+  const bool masked = variant != SecondOrder::unmasked, printed = variant == SecondOrder::masked_as_printed;
+  const S gamma_g = printed ? gamma : S(gamma * gamma), gamma_x = printed ? S(1) : gamma;
+  const S dgamma_g = printed ? S(1) : S(2 * gamma), dgamma_x = printed ? S(0) : S(1);
+  Mat<S> d_sk = Mat<S>::Zero(d, d), d_c = Mat<S>::Zero(d, width), d_g = Mat<S>::Zero(d, width);
+  const Mat<S> w = values_of(p);
+  reverse_over_states(
+      SecondOrderState<S>(p.opt, variant, d, dv), T, checkpoint,
+      [&p](Eigen::Index t, SecondOrderState<S>& st) {
+        st.step(p.q.row(t).transpose(), p.k.row(t).transpose(), p.v.row(t).transpose());
+      },
+      [&](Eigen::Index t, const SecondOrderState<S>& before, const SecondOrderState<S>& after) {
+        const Vec<S> q = p.q.row(t).transpose(), k = p.k.row(t).transpose(), w_t = w.row(t).transpose();
+        const Mat<S>&sk = after.SK(), &cm = after.C_and_m(), &gm = after.G_and_h();
+        const Vec<S> u = sk.transpose() * q;
+        Vec<S> raw = cm.transpose() * u;
+        if (masked) raw -= gm.transpose() * q;
+        const Vec<S> d_raw = detail::raw_adjoint(p.opt, raw, c, t);
+        const Vec<S> c_draw = cm * d_raw;
+        Vec<S> dq = sk * c_draw;
+        d_sk.noalias() += q * c_draw.transpose();
+        d_c.noalias() += u * d_raw.transpose();
+        if (masked) {
+          dq -= gm * d_raw;
+          d_g.noalias() -= q * d_raw.transpose();
+        }
+        // C = γ C' + q wᵀ
+        dq += d_c * w_t;
+        g.dv.row(t) = (d_c.transpose() * q).head(dv).transpose();
+        g.dgamma += before.C_and_m().cwiseProduct(d_c).sum();
+        d_c *= gamma;
+        // S^K = γ S^K' + k kᵀ
+        Vec<S> dk = (d_sk + d_sk.transpose()) * k;
+        g.dgamma += before.SK().cwiseProduct(d_sk).sum();
+        d_sk *= gamma;
+        // G = γ_G G' + γ_X k kᵀ C'
+        if (masked) {
+          const Mat<S>& c_prev = before.C_and_m();
+          const Vec<S> kc = c_prev.transpose() * k;  // C'ᵀ k
+          const Mat<S> e = gamma_x * d_g;
+          const Vec<S> ek = e.transpose() * k;
+          dk += e * kc + c_prev * ek;
+          g.dgamma += dgamma_g * before.G_and_h().cwiseProduct(d_g).sum() + dgamma_x * S(kc.dot(d_g.transpose() * k));
+          d_g *= gamma_g;
+          d_c.noalias() += k * ek.transpose();  // k kᵀ E
+        }
+        g.dq.row(t) = dq.transpose();
+        g.dk.row(t) = dk.transpose();
+      });
+  return g;
+}
+
+// The adjoint of ahla_serial (docs/gradients.md, "HLA"). Per token, from (P', E') before and (P, E)
+// after, raw_t = qᵀ E, draw = raw_adjoint, y = Pᵀ q:
+//   read   dq_t += E draw,   D_E += q drawᵀ
+//   E      E = γ E' + k yᵀ:  dk_t += D_E y,  dy = D_Eᵀ k,  dq_t += P dy,  D_P += q dyᵀ,  dγ += ⟨E', D_E⟩,  D_E' = γ D_E
+//   P      P = γ P' + k wᵀ:  dk_t += D_P w,  dw_t = D_Pᵀ k,  dγ += ⟨P', D_P⟩,  D_P' = γ D_P
+// (E's update reads P after this token's write, so D_P gets q dyᵀ before P's own step is undone.)
+// Checkpointed every `checkpoint` tokens over AhlaState.
+template <class S>
+Gradients<S> ahla_backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index checkpoint = 64) {
+  validate(p, "hla::ahla_backward");
+  detail::validate_cotangents(p, c, "hla::ahla_backward");
+  const Eigen::Index T = p.T(), d = p.dk(), dv = p.dv(), width = value_width(p.opt, dv);
+  Gradients<S> g = detail::zero_gradients(p);
+  const S& gamma = p.opt.gamma;
+  Mat<S> d_p = Mat<S>::Zero(d, width), d_e = Mat<S>::Zero(d, width);
+  const Mat<S> w = values_of(p);
+  reverse_over_states(
+      AhlaState<S>(p.opt, d, dv), T, checkpoint,
+      [&p](Eigen::Index t, AhlaState<S>& st) {
+        st.step(p.q.row(t).transpose(), p.k.row(t).transpose(), p.v.row(t).transpose());
+      },
+      [&](Eigen::Index t, const AhlaState<S>& before, const AhlaState<S>& after) {
+        const Vec<S> q = p.q.row(t).transpose(), k = p.k.row(t).transpose(), w_t = w.row(t).transpose();
+        const Mat<S>&pm = after.P_and_mK(), &em = after.E_and_n();
+        const Vec<S> d_raw = detail::raw_adjoint(p.opt, Vec<S>(em.transpose() * q), c, t);
+        Vec<S> dq = em * d_raw;
+        d_e.noalias() += q * d_raw.transpose();
+        // E = γ E' + k yᵀ, y = Pᵀ q
+        const Vec<S> y = pm.transpose() * q, dy = d_e.transpose() * k;
+        Vec<S> dk = d_e * y;
+        dq += pm * dy;
+        d_p.noalias() += q * dy.transpose();
+        g.dgamma += before.E_and_n().cwiseProduct(d_e).sum();
+        d_e *= gamma;
+        // P = γ P' + k wᵀ
+        dk += d_p * w_t;
+        g.dv.row(t) = (d_p.transpose() * k).head(dv).transpose();
+        g.dgamma += before.P_and_mK().cwiseProduct(d_p).sum();
+        d_p *= gamma;
+        g.dq.row(t) = dq.transpose();
+        g.dk.row(t) = dk.transpose();
+      });
+  return g;
+}
+
+}  // namespace larc::ref::hla

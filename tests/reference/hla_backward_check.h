@@ -1,0 +1,152 @@
+// What the hla_backward_* tests share: the four recurrences with an adjoint (second order unmasked,
+// masked, masked as printed; AHLA), seeded rational problems, tangents and cotangents, and the two
+// sides of the dot-product (duality) test (docs/gradients.md, "How the adjoint is checked"):
+//
+//     ⟨do, ȯ⟩ + ⟨dden, ḋen⟩      (J·δ from the serial form over Dual<S>)
+//   = Σ_x ⟨∇_x L, δx⟩           (∇L = Jᵀ·(do, dden) from the backward verb)
+//
+// for a tangent δ of every input (q, k, v, γ).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backward_duality.h"
+#include "larc/proofs_check/exact.h"
+#include "larc/reference/dual.h"
+#include "larc/reference/hla_backward.h"
+
+namespace larc::testing::backward_checks {
+
+namespace hla = larc::ref::hla;
+using larc::ref::Mat;
+using larc::ref::rational;
+using larc::ref::Vec;
+
+enum class HlaRecurrence { second_unmasked, second_masked, second_masked_as_printed, ahla };
+
+inline std::string hla_recurrence_name(HlaRecurrence r) {
+  switch (r) {
+    case HlaRecurrence::second_unmasked: return "second_unmasked";
+    case HlaRecurrence::second_masked: return "second_masked";
+    case HlaRecurrence::second_masked_as_printed: return "second_masked_as_printed";
+    case HlaRecurrence::ahla: return "ahla";
+  }
+  return "?";
+}
+
+inline constexpr HlaRecurrence kHlaRecurrences[] = {HlaRecurrence::second_unmasked, HlaRecurrence::second_masked,
+                                                    HlaRecurrence::second_masked_as_printed, HlaRecurrence::ahla};
+
+inline hla::SecondOrder second_order_of(HlaRecurrence r) {
+  return r == HlaRecurrence::second_unmasked ? hla::SecondOrder::unmasked
+         : r == HlaRecurrence::second_masked ? hla::SecondOrder::masked
+                                             : hla::SecondOrder::masked_as_printed;
+}
+
+template <class S>
+hla::Result<S> hla_serial(HlaRecurrence r, const hla::Problem<S>& p) {
+  return r == HlaRecurrence::ahla ? hla::ahla_serial(p) : hla::second_serial(p, second_order_of(r));
+}
+
+template <class S>
+hla::Gradients<S> hla_backward(HlaRecurrence r, const hla::Problem<S>& p, const hla::Cotangents<S>& c,
+                               Eigen::Index checkpoint) {
+  return r == HlaRecurrence::ahla ? hla::ahla_backward(p, c, checkpoint)
+                                  : hla::second_backward(p, second_order_of(r), c, checkpoint);
+}
+
+struct HlaShape {
+  Eigen::Index T = 1, d = 1, dv = 1;
+  bool normalized = false;
+  bool decay = false;  // γ < 1
+
+  std::string describe() const {
+    return "T=" + std::to_string(T) + " d=" + std::to_string(d) + " dv=" + std::to_string(dv) +
+           (normalized ? " normalised" : " plain") + (decay ? " gamma<1" : " gamma=1");
+  }
+};
+
+// Random rationals n/d, |n| ≤ 9, d ≤ 8; γ in (0, 1) when decay (else 1); ε = 1/3 when normalised.
+inline hla::Problem<rational> make_hla_rational_problem(const HlaShape& s, std::uint64_t seed) {
+  larc::proofs::RationalSource src(seed, 9, 8);
+  hla::Problem<rational> p{src.matrix(s.T, s.d), src.matrix(s.T, s.d), src.matrix(s.T, s.dv), {}};
+  p.opt.normalized = s.normalized;
+  if (s.normalized) p.opt.eps = rational(1, 3);
+  if (s.decay) {
+    p.opt.gamma = src.unit_interval();
+    if (p.opt.gamma == rational(1)) p.opt.gamma = rational(3, 4);
+  }
+  return p;
+}
+
+// A tangent of (q, k, v, γ) has the gradients' shapes.
+template <class S>
+using HlaTangent = hla::Gradients<S>;
+
+inline HlaTangent<rational> make_hla_tangent(const HlaShape& s, std::uint64_t seed) {
+  larc::proofs::RationalSource src(seed, 9, 8);
+  return {src.matrix(s.T, s.d), src.matrix(s.T, s.d), src.matrix(s.T, s.dv), src.next()};
+}
+
+// do always; dden too for the normalised variants when with_d_den.
+inline hla::Cotangents<rational> make_hla_cotangents(const HlaShape& s, std::uint64_t seed, bool with_d_den = true) {
+  larc::proofs::RationalSource src(seed, 9, 8);
+  hla::Cotangents<rational> c{src.matrix(s.T, s.dv), {}};
+  if (s.normalized && with_d_den) c.d_den = src.vector(s.T);
+  return c;
+}
+
+template <class To, class From>
+hla::Problem<To> cast_hla_problem(const hla::Problem<From>& p) {
+  using larc::ref::cast_matrix;
+  using larc::ref::convert;
+  return {cast_matrix<To>(p.q), cast_matrix<To>(p.k), cast_matrix<To>(p.v),
+          {p.opt.normalized, convert<To>(p.opt.eps), convert<To>(p.opt.gamma)}};
+}
+
+template <class To, class From>
+HlaTangent<To> cast_hla_tangent(const HlaTangent<From>& d) {
+  using larc::ref::cast_matrix;
+  return {cast_matrix<To>(d.dq), cast_matrix<To>(d.dk), cast_matrix<To>(d.dv), larc::ref::convert<To>(d.dgamma)};
+}
+
+template <class To, class From>
+hla::Cotangents<To> cast_hla_cotangents(const hla::Cotangents<From>& c) {
+  hla::Cotangents<To> r{larc::ref::cast_matrix<To>(c.d_o), {}};
+  if (c.d_den) r.d_den = larc::ref::cast_vector<To>(*c.d_den);
+  return r;
+}
+
+// J·δ: the tangents of the outputs and denominators, from the serial form over duals.
+template <class S>
+hla::Result<S> hla_output_tangents(HlaRecurrence r, const hla::Problem<S>& p, const HlaTangent<S>& d) {
+  using D = larc::ref::Dual<S>;
+  using larc::ref::with_tangent;
+  const hla::Problem<D> pd{with_tangent(p.q, d.dq), with_tangent(p.k, d.dk), with_tangent(p.v, d.dv),
+                           {p.opt.normalized, D(p.opt.eps), D(p.opt.gamma, d.dgamma)}};
+  const hla::Result<D> res = hla_serial(r, pd);
+  return {larc::ref::tangents_of(res.o), larc::ref::tangents_of(res.den)};
+}
+
+// ⟨do, ȯ⟩ + ⟨dden, ḋen⟩
+template <class S>
+Pairing<S> hla_cotangent_pairing(const hla::Cotangents<S>& c, const hla::Result<S>& tangents) {
+  Pairing<S> p;
+  p.add(c.d_o, tangents.o);
+  if (c.d_den) p.add(*c.d_den, tangents.den);
+  return p;
+}
+
+// Σ_x ⟨∇_x L, δx⟩
+template <class S>
+Pairing<S> hla_input_pairing(const hla::Gradients<S>& g, const HlaTangent<S>& d) {
+  Pairing<S> p;
+  p.add(g.dq, d.dq);
+  p.add(g.dk, d.dk);
+  p.add(g.dv, d.dv);
+  p.add(Vec<S>::Constant(1, g.dgamma), Vec<S>::Constant(1, d.dgamma));
+  return p;
+}
+
+}  // namespace larc::testing::backward_checks

@@ -1,0 +1,76 @@
+// The second-order HLA and AHLA adjoints in exact rational arithmetic (docs/gradients.md, "HLA"): for
+// second order unmasked, masked (derived decay) and masked as printed, and AHLA; plain and normalised
+// (ε = 1/3, with a dden cotangent); γ = 1 and a rational γ < 1; T ∈ {1, 2, 5, 17}, d ≠ d_v both ways;
+// each at checkpoint C ∈ {1, 3, 64}, the duality
+//   ⟨do, ȯ⟩ + ⟨dden, ḋen⟩ = Σ_x ⟨∇_x L, δx⟩
+// holds exactly (residual 0) for a random rational tangent δ of q, k, v and γ, J·δ from the serial form
+// over Dual<rational>. Cotangents of the wrong shape, and a dden for a plain problem, are refused.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "hla_backward_check.h"
+
+namespace {
+
+using namespace larc::testing::backward_checks;
+
+// recurrence, normalised, decay, T
+using Param = std::tuple<HlaRecurrence, bool, bool, Eigen::Index>;
+
+HlaShape shape_of(const Param& param) {
+  const auto& [r, normalized, decay, T] = param;
+  return T % 2 ? HlaShape{T, 3, 2, normalized, decay} : HlaShape{T, 2, 3, normalized, decay};
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto& [r, normalized, decay, T] = info.param;
+  return hla_recurrence_name(r) + (normalized ? "_normalised" : "_plain") + (decay ? "_decay" : "_nodecay") + "_T" +
+         std::to_string(T);
+}
+
+class HlaBackwardRational : public ::testing::TestWithParam<Param> {};
+
+TEST_P(HlaBackwardRational, AdjointIsTheTransposeOfTheDualJacobian) {
+  const HlaRecurrence r = std::get<0>(GetParam());
+  const HlaShape shape = shape_of(GetParam());
+  const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(shape.T) + 10 * static_cast<std::uint64_t>(r) +
+                             2 * shape.normalized + shape.decay;
+  RecordProperty("case", hla_recurrence_name(r) + " " + shape.describe() + " seed=" + std::to_string(seed));
+  const hla::Problem<rational> p = make_hla_rational_problem(shape, seed);
+  const HlaTangent<rational> delta = make_hla_tangent(shape, seed + 1);
+  const hla::Cotangents<rational> cot = make_hla_cotangents(shape, seed + 2);
+  const rational lhs = hla_cotangent_pairing(cot, hla_output_tangents(r, p, delta)).value;
+  for (const Eigen::Index checkpoint : {1, 3, 64}) {
+    const rational rhs = hla_input_pairing(hla_backward(r, p, cot, checkpoint), delta).value;
+    EXPECT_EQ(lhs - rhs, rational(0)) << hla_recurrence_name(r) << " " << shape.describe() << " seed " << seed
+                                      << " checkpoint " << checkpoint;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, HlaBackwardRational,
+                         ::testing::Combine(::testing::ValuesIn(kHlaRecurrences), ::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Values<Eigen::Index>(1, 2, 5, 17)),
+                         param_name);
+
+TEST(HlaBackwardRational, RefusesCotangentsOfTheWrongShape) {
+  const HlaShape plain{4, 2, 3, false, false}, normalised{4, 2, 3, true, false};
+  auto expect_refused = [](const hla::Problem<rational>& p, const hla::Cotangents<rational>& c, const std::string& what) {
+    for (const HlaRecurrence r : kHlaRecurrences) {
+      try {
+        hla_backward(r, p, c, 64);
+        ADD_FAILURE() << hla_recurrence_name(r) << " accepted a bad " << what;
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      }
+    }
+  };
+  expect_refused(make_hla_rational_problem(plain, 1), {Mat<rational>::Zero(4, 2), {}}, "d_o");
+  expect_refused(make_hla_rational_problem(plain, 1), {Mat<rational>::Zero(3, 3), {}}, "d_o");
+  expect_refused(make_hla_rational_problem(plain, 1), {Mat<rational>(), Vec<rational>::Zero(4)}, "d_den");
+  expect_refused(make_hla_rational_problem(normalised, 1), {Mat<rational>(), Vec<rational>::Zero(3)}, "d_den");
+}
+
+}  // namespace
