@@ -67,12 +67,13 @@ struct HlaShape {
   }
 };
 
-// Random rationals n/d, |n| ≤ 9, d ≤ 8; γ in (0, 1) when decay (else 1); ε = 1/3 when normalised.
+// Random rationals n/d, |n| ≤ 9, d ≤ 8; γ in (0, 1) when decay (else 1); ε = 1/1009 when normalised:
+// every denominator's prime factors are ≤ 7, so den_t + ε is never 0.
 inline hla::Problem<rational> make_hla_rational_problem(const HlaShape& s, std::uint64_t seed) {
   larc::proofs::RationalSource src(seed, 9, 8);
   hla::Problem<rational> p{src.matrix(s.T, s.d), src.matrix(s.T, s.d), src.matrix(s.T, s.dv), {}};
   p.opt.normalized = s.normalized;
-  if (s.normalized) p.opt.eps = rational(1, 3);
+  if (s.normalized) p.opt.eps = rational(1, 1009);
   if (s.decay) {
     p.opt.gamma = src.unit_interval();
     if (p.opt.gamma == rational(1)) p.opt.gamma = rational(3, 4);

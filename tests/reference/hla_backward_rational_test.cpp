@@ -1,6 +1,6 @@
 // The second-order HLA and AHLA adjoints in exact rational arithmetic (docs/gradients.md, "HLA"): for
 // second order unmasked, masked (derived decay) and masked as printed, and AHLA; plain and normalised
-// (ε = 1/3, with a dden cotangent); γ = 1 and a rational γ < 1; T ∈ {1, 2, 5, 17}, d ≠ d_v both ways;
+// (ε = 1/1009, with a dden cotangent); γ = 1 and a rational γ < 1; T ∈ {1, 2, 5, 17}, d ≠ d_v both ways;
 // each at checkpoint C ∈ {1, 3, 64}, the duality
 //   ⟨do, ȯ⟩ + ⟨dden, ḋen⟩ = Σ_x ⟨∇_x L, δx⟩
 // holds exactly (residual 0) for a random rational tangent δ of q, k, v and γ, J·δ from the serial form
