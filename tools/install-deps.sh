@@ -6,10 +6,11 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # clang, its sanitizer and libFuzzer runtimes (libclang-rt-dev) and llvm-symbolizer (llvm): the
 # sanitizer leg of .ci/run and the fuzzers in fuzz/.
-# python3-matplotlib: the figures of `larc report` (docs/accuracy).
+# python3-matplotlib: the figures of `larc report` (docs/accuracy). python3-numpy, python3-pytest: the
+# Python package's tests (python/; CTest runs them with /usr/bin/python3).
 apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ \
   libeigen3-dev libboost-dev libqd-dev libmpfr-dev libgmp-dev \
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcli11-dev python3-matplotlib \
+  nlohmann-json3-dev libcli11-dev python3-matplotlib python3-numpy python3-pytest \
   clang libclang-rt-dev llvm >/dev/null

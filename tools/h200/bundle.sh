@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds what tools/h200/kernels_run.sh runs on the H200 (statically, in build-static) and packs it into
+# Builds what tools/h200/kernels_run.sh runs on the H200 (statically, in build-static; the Python package
+# with liblarc.so and the shared libraries it needs) and packs it into
 # .h200bin/bundle.tar.xz with the tree hash of the committed reference/ + gpu/ it was built from
 # (.h200bin/tree_hash; larc writes it into its reports there through LARC_TREE_HASH). Refuses to pack a
 # build of uncommitted kernels: a report must name the source it was made from.
@@ -24,6 +25,14 @@ for t in "${targets[@]}"; do
   ldd "$f" | awk '$3 ~ /^\// {print $3}' | grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' |
     xargs -r cp -L -t "$stage/lib"
 done
+# The Python package (python/, docs/python.md) with liblarc.so and the shared qd/mpfr/gmp/quadmath it
+# links (static libmpfr cannot go into a shared object), found beside it through RUNPATH $ORIGIN. The
+# host's own libstdc++ and libgcc_s serve libqd (it is newer than Debian's).
+cmake --build build-static -j"$(nproc)" --target larc_python
+cp -r build-static/python "$stage/python"
+strip --strip-unneeded "$stage/python/larc/liblarc.so"
+ldd build-static/capi/liblarc.so | awk '$3 ~ /^\// {print $3}' |
+  grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' | xargs -r cp -L -t "$stage/python/larc"
 mkdir -p .h200bin
 # xz -9: its 64 MiB dictionary spans the binaries, whose device code is largely the same (under the
 # device tool's 64 MiB carry with the working tree).

@@ -12,6 +12,7 @@
 #   tools/h200/kernels_run.sh full    # gate, bench, then accuracy
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
 #   tools/h200/kernels_run.sh grades  # FLA's GDN kernels judged per precision grade; profiles of larc's GDN/KLA kernels
+#   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
 mode=${1:-check}
@@ -191,6 +192,17 @@ PY
   wait
   cat "$out/tests.txt" | cut -c1-400
   ;;
+python)
+  # The larc Python package in-process (docs/python.md): examples/python gates FLA's chunk and fused
+  # recurrent GDN, chunk GLA and chunk delta rule on CUDA tensors through pytest's larc plugin, on the
+  # file's shapes plus random cases; every failure is saved as a fixture + candidate that `larc diff`
+  # replays. The package and liblarc.so (with its qd/mpfr/gmp) come from the bundle: nothing is built here.
+  install_fla
+  PYTHONPATH=$B/python:/tmp/site timeout 540 python3 -m pytest examples/python -p larc.pytest_plugin -p no:cacheprovider \
+    --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
+    --junitxml "$out/python_junit.xml" -o junit_family=legacy -rfEs > "$out/python.txt" 2>&1
+  echo "pytest --larc examples/python: exit $?"; tail -25 "$out/python.txt"
+  ;;
 fuzz2)
   # One campaign over every GPU kernel, sharded through the shard environment (GTEST_SHARD_INDEX /
   # GTEST_TOTAL_SHARDS): shard i runs its kernels on GPU i mod (GPU count), so the shards spread over
@@ -212,6 +224,6 @@ esac
 # test XML) in one archive.
 tar -czf /tmp/everything.tar.gz -C "$out" . && rm -rf "$out"/* && tar -xzf /tmp/everything.tar.gz -C "$out" \
   --wildcards './gate.json' './gate.md' './sanitizers.md' './bench.json' './bench.md' './accuracy.md' './fuzz_summary.json' \
-  './fuzz_summary.md' './fla_diff_grades.md' './profiles.md' 2>/dev/null
+  './fuzz_summary.md' './fla_diff_grades.md' './profiles.md' './python_larc.json' './python_junit.xml' 2>/dev/null
 mv /tmp/everything.tar.gz "$out/everything.tar.gz"
 

@@ -1,0 +1,599 @@
+"""Cases, verdicts and the gate (docs/python.md): a case's inputs go to the caller's callable in FLA's
+layout, its outputs are checked for what the harness's guards can see from outside (inputs unchanged,
+nothing written past an input, two runs bitwise equal, the right type, device, dtype and shape per
+output) and judged by liblarc against the certified oracle at the declared grade; a failure is saved
+as a larc fixture plus the candidate's outputs, which `larc diff` replays on any CPU machine."""
+import inspect
+import os
+import re
+import shlex
+import traceback
+
+import numpy as np
+
+from . import _arrays, _context, _native
+
+DTYPES = ("bf16", "fp16", "fp32", "fp64")
+GRADES = ("fp32", "io", "io:tf32", "io:tf32-truncated")
+DEFAULT_SHAPE = (1, 100, 2, 16, 16)
+_registry = None
+
+
+def mechanisms():
+    """The mechanism registry: name -> {"inputs", "outputs", "knobs", "parameters", ...}."""
+    global _registry
+    if _registry is None:
+        _registry = {m["name"]: m for m in _native.take_json(_native.lib().larc_mechanisms_json())["mechanisms"]}
+    return _registry
+
+
+def mechanism(name):
+    if not isinstance(name, str) or name not in mechanisms():
+        raise ValueError(f"mechanism: unknown {name!r} (known: {', '.join(mechanisms())})")
+    return mechanisms()[name]
+
+
+def tree_hash():
+    return _native.take_string(_native.lib().larc_tree_hash())
+
+
+def _require(condition, argument, message):
+    if not condition:
+        raise ValueError(f"{argument}: {message}")
+
+
+def _check_dtype(dtype, argument="dtype"):
+    _require(dtype in DTYPES, argument, f"expected one of {', '.join(DTYPES)}, got {dtype!r}")
+
+
+def _check_shape(shape, argument="shape"):
+    ok = isinstance(shape, (tuple, list)) and len(shape) == 5 and all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in shape)
+    _require(ok, argument, f"expected (B, T, H, K, V), five integers of at least 1, got {shape!r}")
+    return tuple(int(s) for s in shape)
+
+
+def _check_grades(grade, grade_of, outputs):
+    _require(grade in GRADES, "grade", f"expected one of {', '.join(GRADES)}, got {grade!r}")
+    grade_of = dict(grade_of or {})
+    for output, g in grade_of.items():
+        _require(output in outputs, "grade_of", f"{output!r} is not an output (the outputs: {', '.join(outputs)})")
+        _require(g in GRADES, "grade_of", f"{output}: expected one of {', '.join(GRADES)}, got {g!r}")
+    return [f"{o}={g}" for o, g in grade_of.items()]
+
+
+def _parse_device(device):
+    if device is None:
+        return None
+    torch = _arrays.torch_module()
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device: {device!r} is not a torch device ({e})") from None
+
+
+def _device_matches(actual, wanted):
+    """Whether a tensor's device is the one asked for ("cuda" takes any CUDA device)."""
+    return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)
+
+
+def _rerun_command():
+    """The pytest command that reruns the running test's case alone ("" outside pytest)."""
+    test = _context.current
+    return f"pytest {shlex.quote(test['nodeid'])} --larc{test['rerun_options']}" if test["nodeid"] else ""
+
+
+def _collect(result):
+    """Hands a verdict to the pytest plugin, when a test is running (its JUnit properties, --larc-json)."""
+    if _context.current["results"] is not None:
+        _context.current["results"].append(result)
+
+
+def _fmt(x):
+    return "-" if x is None else f"{x:.3g}"
+
+
+class OutputVerdict:
+    """One output's verdict: the gate's JSON for it (docs/gate.md) as attributes."""
+
+    def __init__(self, j):
+        self.json = j
+
+    def __getattr__(self, key):
+        try:
+            return self.json[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    @property
+    def passed(self):
+        return self.json["pass"]
+
+
+class GateFailure(AssertionError):
+    """A case the callable failed; .result holds the verdict."""
+
+    def __init__(self, message, result):
+        super().__init__(message)
+        self.result = result
+
+
+class Result:
+    """A callable's verdict on one case."""
+
+    def __init__(self, case, kernel, j, handle=None):
+        self.case, self.kernel, self.json, self._handle = case, kernel, j, handle
+        self.fixture = self.candidate = None
+
+    def __del__(self):
+        if self._handle and _native._lib is not None:
+            _native._lib.larc_result_free(self._handle)
+
+    @property
+    def passed(self):
+        return self.json["pass"]
+
+    @property
+    def errors(self):
+        return self.json["errors"]
+
+    @property
+    def outputs(self):
+        return {o["output"]: OutputVerdict(o) for o in self.json.get("outputs", [])}
+
+    @property
+    def worst_ratio(self):
+        return self.json.get("worst_ratio")
+
+    @property
+    def reproduce(self):
+        return self.json.get("reproduce", "")
+
+    def message(self):
+        j = self.json
+        knobs = " ".join(f"{k}={v:g}" for k, v in sorted(self.case.non_default_knobs().items()))
+        lines = [f"larc: {j['mechanism']} {j['dtype']} [{j['shape']}] seed {j['seed']}{' knobs ' + knobs if knobs else ''} "
+                 f"({j['origin']}) -- {'pass' if self.passed else 'FAIL'} (kernel {self.kernel})"]
+        time_axis = {o["name"]: o["time_axis"] for o in self.case.info["outputs"]}
+        for name, o in self.outputs.items():
+            at = f" at t={o.worst_timestep}" if time_axis.get(name, -1) >= 0 else ""
+            head = (f"  {name:<12} {'pass' if o.passed else 'FAIL'} at {o.grade_declared} (grade met: {o.grade_met}): "
+                    f"worst ratio {_fmt(o.worst_ratio)}{at}; max_rel_err {_fmt(o.max_rel_err)} vs "
+                    f"baseline {_fmt(o.baseline_rel_err)}; cosine {o.cosine:.6g} (never a criterion)")
+            lines.append(head)
+            if not o.passed:
+                caught = ", ".join(f"{o.json[k]} {k.replace('_', ' ')}" for k in
+                                   ("unwritten", "non_finite", "timestep_violations", "window_violations") if o.json[k])
+                if caught:
+                    lines.append(f"{'':15}caught by: {caught}")
+                first = next((e for e in self.errors if e.startswith(name + ": ")), None)
+                if first:
+                    lines.append(f"{'':15}first: {first.removeprefix(name + ': ')}")
+                worst = " | ".join(f"{w['t']}: {w['error']:.3g} > {w['tolerance']:.3g} ({_fmt(w['ratio'])})"
+                                   if w["ratio"] is None or w["ratio"] > 1 else
+                                   f"{w['t']}: {w['error']:.3g} <= {w['tolerance']:.3g} ({_fmt(w['ratio'])})"
+                                   for w in o.worst_timesteps)
+                if worst:
+                    lines.append(f"{'':15}worst timesteps (t: error vs tolerance (ratio)): {worst}")
+            grades = ", ".join(f"{g} {_fmt(v['worst_ratio'])}{'' if v['pass'] else ' (fail)'}" for g, v in o.grades.items())
+            lines.append(f"{'':15}ratio per grade: {grades}")
+        # The tolerance violations are summarised per output above; every other problem is listed.
+        for e in [e for e in self.errors if not re.match(r"[\w.]+: (timestep|window|whole tensor)", e)][:8]:
+            lines.append(f"  error: {e}")
+        if self.fixture:
+            lines.append(f"  saved:       {self.fixture}" + (f" (+ candidate {self.candidate})" if self.candidate else ""))
+        if self.reproduce:
+            lines.append(f"  reproduce:   {self.reproduce}")
+        if j.get("rerun"):
+            lines.append(f"  rerun:       {j['rerun']}")
+        if j.get("oracle_method"):
+            lines.append(f"  oracle:      dd_real, certified; error estimate {j['oracle_method']}")
+        return "\n".join(lines)
+
+    def assert_pass(self):
+        if not self.passed:
+            raise GateFailure(self.message(), self)
+        return self
+
+
+class Case:
+    """One of larc's cases: a spec (mechanism, dtype, shape, seed, knobs, origin) whose inputs and
+    certified oracle are prepared on first use (liblarc), or a fixture read back."""
+
+    def __init__(self, spec, case_id=None, handle=None):
+        self.spec, self._handle, self._info = dict(spec), handle, None
+        self.id = case_id or self._default_id()
+
+    @classmethod
+    def prepare(cls, mechanism, dtype="fp32", shape=DEFAULT_SHAPE, seed=1, knobs=None):
+        globals()["mechanism"](mechanism)
+        _check_dtype(dtype)
+        shape = _check_shape(shape)
+        _require(isinstance(seed, (int, np.integer)) and 0 <= seed < 2 ** 64, "seed", f"expected an integer in [0, 2^64), got {seed!r}")
+        knobs = dict(knobs or {})
+        spec = {"mechanism": mechanism, "dtype": dtype, "shape": ",".join(map(str, shape)), "seed": int(seed), "knobs": knobs,
+                "origin": "grid"}
+        case = cls(spec)
+        case.handle  # prepared now: a bad knob is refused here, naming it
+        return case
+
+    @classmethod
+    def from_fixture(cls, path):
+        path = os.fspath(path)
+        handle = _native.checked(_native.lib().larc_case_read_fixture(path.encode()))
+        info = _native.take_json(_native.lib().larc_case_json(handle))
+        spec = {k: info[k] for k in ("mechanism", "dtype", "shape", "seed", "knobs", "origin")}
+        return cls(spec, f"fixture:{os.path.basename(path).removesuffix('.safetensors')}", handle)
+
+    def __del__(self):
+        if self._handle and _native._lib is not None:
+            _native._lib.larc_case_free(self._handle)
+
+    def __repr__(self):
+        return f"larc.Case({self.id!r}, {self.spec['mechanism']})"
+
+    @property
+    def handle(self):
+        if not self._handle:
+            spec = {k: self.spec[k] for k in ("mechanism", "dtype", "shape", "seed", "knobs", "origin")}
+            self._handle = _native.checked(_native.lib().larc_case_prepare(_native.encode(spec)))
+        return self._handle
+
+    @property
+    def info(self):
+        """The prepared case: spec, parameters, oracle method, inputs' and outputs' names, dtypes, shapes."""
+        if self._info is None:
+            self._info = _native.take_json(_native.lib().larc_case_json(self.handle))
+        return self._info
+
+    def non_default_knobs(self):
+        defaults = {k["name"]: k["default"] for k in mechanism(self.spec["mechanism"])["knobs"]}
+        return {k: v for k, v in self.spec["knobs"].items() if defaults.get(k) != v}
+
+    def _default_id(self):
+        s = self.spec
+        knobs = self.non_default_knobs()
+        parts = [s["dtype"], s["shape"].replace(",", "x"), f"s{s['seed']}"]
+        if knobs.pop("initial_state", 0) == 2:
+            parts.append("h0")
+        parts += [f"{k}={v:g}" for k, v in sorted(knobs.items())]
+        return "-".join(parts)
+
+    def _tensor(self, name):
+        t = _native.Tensor()
+        _native.check_status(_native.lib().larc_case_tensor(self.handle, name.encode(), t))
+        raw = _native.ctypes.string_at(t.data, t.nbytes)
+        return _arrays.decode(raw, t.dtype.decode(), tuple(t.shape[i] for i in range(t.ndim)))
+
+    def inputs(self, device=None):
+        """The case's inputs by name, fresh copies: numpy arrays (bf16 widened exactly to float32), or
+        torch tensors in the case's dtypes on `device`."""
+        dev = _parse_device(device)
+        out = {}
+        for i in self.info["inputs"]:
+            a = self._tensor(i["name"])
+            out[i["name"]] = a if dev is None else _arrays.to_torch(a, i["dtype"], dev)
+        return out
+
+    def oracle(self, name="o"):
+        """The oracle's output `name` in float64."""
+        return self._tensor("oracle." + name)
+
+    def parameters(self):
+        """The mechanism's numeric parameters for this case (scale resolved: K^-1/2 → a number)."""
+        K = int(self.spec["shape"].split(",")[3])
+        out = {}
+        for k, v in self.info["parameters"].items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = float(v)
+            elif v == "K^-1/2":
+                out[k] = K ** -0.5
+        return out
+
+    def save(self, path, metadata=None):
+        """Writes the case as a larc fixture (inputs, oracle, estimate, metadata)."""
+        path = os.fspath(path)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        meta = {k: str(v) for k, v in (metadata or {}).items()}
+        _native.check_status(_native.lib().larc_case_write_fixture(self.handle, path.encode(), _native.encode(meta)))
+        return path
+
+    def gate(self, fn, **options):
+        """run(), raising GateFailure (an AssertionError) with the figures when the callable fails."""
+        return self.run(fn, **options).assert_pass()
+
+    def run(self, fn, device=None, grade="fp32", grade_of=None, runs=2, kernel=None, save_dir=None, profile=None,
+            profile_subject=None, grad=False):
+        """Runs `fn` on the case `runs` times and judges it; returns a Result (never raises for what
+        the callable does). A failure is saved under save_dir (default $LARC_SAVE_DIR or .larc/failures)."""
+        if grad:
+            raise NotImplementedError("gradient cases are not yet in the gate")
+        _require(callable(fn), "fn", f"expected a callable, got {type(fn).__name__}")
+        grade_of_list = _check_grades(grade, grade_of, [o["name"] for o in mechanism(self.spec["mechanism"])["outputs"]])
+        _require(isinstance(runs, int) and not isinstance(runs, bool) and runs >= 1, "runs", f"expected an integer of at least 1, got {runs!r}")
+        dev = _parse_device(device)
+        kernel = kernel or getattr(fn, "__qualname__", None) or type(fn).__name__
+        kwargs, buffers, pristine = self._call_arguments(fn, dev)
+
+        errors, structural, runs_out = [], False, []
+        for _ in range(runs):
+            try:
+                returned = fn(**kwargs)
+                if dev is not None and dev.type == "cuda":
+                    _arrays.torch_module().cuda.synchronize(dev)
+            except Exception as e:  # anything the callable raises is the case's failure, not ours
+                frame = traceback.extract_tb(e.__traceback__)[-1]
+                errors.append(f"the callable raised {type(e).__name__}: {e} (at {frame.filename}:{frame.lineno})")
+                structural = True
+                break
+            outputs, problems = self._outputs_of(returned, dev)
+            errors += self._input_problems(buffers, pristine)
+            if problems:
+                errors += problems
+                structural = True
+                break
+            runs_out.append(outputs)
+        deterministic = True
+        for later in runs_out[1:]:
+            for name, a in runs_out[0].items():
+                if not _arrays.bitwise_equal(a, later[name]):
+                    deterministic = False
+                    errors.append(f"{name}: two runs on the same inputs differ in {_arrays.differing_elements(a, later[name])} "
+                                  f"of {a.size if not _arrays.is_torch(a) else a.numel()} elements (nondeterministic)")
+        errors = list(dict.fromkeys(errors))  # a problem seen in every run is reported once
+
+        fixture, candidate = self._failure_paths(kernel, save_dir)
+        judge_cmd = " ".join(["larc", "diff", shlex.quote(fixture), shlex.quote(candidate), "--kernel", shlex.quote(kernel),
+                              "--grade", grade] + [a for g in grade_of_list for a in ("--grade-of", g)])
+        rerun = _rerun_command()
+        judged = runs_out and not structural
+        if not judged:
+            result = Result(self, kernel, self._unjudged_json(kernel, errors, deterministic))
+        else:
+            host = [(n, *_arrays.host_raw(a, self.spec["dtype"])) for n, a in runs_out[0].items()]
+            config = {"kernel": kernel, "grade": grade, "grade_of": grade_of_list, "errors": errors,
+                      "deterministic": deterministic, "reproduce": judge_cmd}
+            if profile is not None:
+                config["against"] = os.fspath(profile)
+            if profile_subject:
+                config["profile_subject"] = profile_subject
+            arr, keep = _native.tensor_array(host)
+            handle = _native.checked(_native.lib().larc_judge(self.handle, arr, len(host), _native.encode(config)))
+            del keep
+            result = Result(self, kernel, _native.take_json(_native.lib().larc_result_json(handle)), handle)
+        result.json["rerun"] = rerun
+        if not result.passed:
+            result.fixture = self.save(fixture, {"subject": kernel, "failure": (result.errors or ["failed"])[0],
+                                                 "reproduce": rerun or judge_cmd, "found_by": "larc (python)"})
+            if judged:
+                self._write_candidate(candidate, host, kernel)
+                result.candidate = candidate
+            else:
+                result.json["reproduce"] = ""  # nothing to judge: the fixture alone replays the inputs
+            result.json["fixture"], result.json["candidate"] = result.fixture, result.candidate
+        else:
+            result.json["reproduce"] = ""  # nothing was saved to judge again
+        _collect(result)
+        return result
+
+    # --- the pieces of run() ---------------------------------------------------------------------
+
+    def _call_arguments(self, fn, dev):
+        """The callable's keyword arguments (each input in a guarded buffer, and the mechanism's
+        parameters its signature names), the buffers, and pristine copies of them."""
+        try:
+            sig = inspect.signature(fn)
+            takes_any = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+            names = set(sig.parameters)
+        except (TypeError, ValueError):  # no signature to read (a builtin): pass everything
+            takes_any, names = True, set()
+        kwargs, buffers, pristine = {}, {}, {}
+        for spec in self.info["inputs"]:
+            name = spec["name"]
+            if not takes_any and name not in names:
+                raise ValueError(f"fn: takes no argument {name!r}, an input of this case "
+                                 f"(plan cases with initial_state=False for a kernel without an initial state)"
+                                 if name == "initial_state" else f"fn: takes no argument {name!r}, an input of {self.spec['mechanism']}")
+            a = self._tensor(name)
+            src = a if dev is None else _arrays.to_torch(a, spec["dtype"], dev)
+            kwargs[name], buffers[name] = _arrays.with_guard(src, None if dev is None else dev)
+            pristine[name] = buffers[name].copy() if dev is None else buffers[name].clone()
+        for k, v in self.parameters().items():
+            if takes_any or k in names:
+                kwargs[k] = v
+        return kwargs, buffers, pristine
+
+    def _input_problems(self, buffers, pristine):
+        problems = []
+        n_guard = _arrays.GUARD_ELEMENTS
+        for name, buf in buffers.items():
+            if _arrays.bitwise_equal(buf, pristine[name]):
+                continue
+            if not _arrays.bitwise_equal(buf[-n_guard:], pristine[name][-n_guard:]):
+                problems.append(f"{name}: written past its last element (the NaN guard after the input changed)")
+            if not _arrays.bitwise_equal(buf[:-n_guard], pristine[name][:-n_guard]):
+                problems.append(f"{name}: the callable modified this input")
+        return problems
+
+    def _outputs_of(self, returned, dev):
+        """The outputs by name from what the callable returned, and every problem with them, each
+        naming the output."""
+        expected = {o["name"]: o for o in self.info["outputs"]}
+        order = list(expected)
+        if isinstance(returned, dict):
+            items = list(returned.items())
+        elif isinstance(returned, (tuple, list)):
+            if len(returned) > len(order):
+                return {}, [f"the callable returned {len(returned)} values; {self.spec['mechanism']} has {len(order)} outputs "
+                            f"({', '.join(order)})"]
+            items = list(zip(order, returned))
+        else:
+            items = [("o", returned)]
+        outputs, problems = {}, []
+        for name, x in items:
+            if x is None and name != "o":
+                continue  # an output the kernel does not return (FLA without output_final_state)
+            if name not in expected:
+                problems.append(f"{name}: not an output of {self.spec['mechanism']} ({', '.join(order)})")
+                continue
+            problems += self._output_problems(name, x, expected[name], dev)
+            outputs[name] = x
+        if "o" not in outputs and not any(p.startswith("o:") for p in problems):
+            problems.append("o: missing from what the callable returned")
+        return outputs, problems
+
+    def _output_problems(self, name, x, want, dev):
+        if dev is None:
+            if not isinstance(x, np.ndarray):
+                return [f"{name}: expected a numpy array (no device given), got {type(x).__module__}.{type(x).__name__}"]
+            want_dtype = np.dtype(_arrays.NUMPY_DTYPE[want["dtype"]])
+            got_dtype, got_shape = x.dtype, tuple(x.shape)
+        else:
+            if not _arrays.is_torch(x) or not hasattr(x, "device"):
+                return [f"{name}: expected a torch tensor on {dev}, got {type(x).__module__}.{type(x).__name__}"]
+            if not _device_matches(x.device, dev):
+                return [f"{name}: expected a tensor on {dev}, got one on {x.device}"]
+            want_dtype = "torch." + _arrays.TORCH_DTYPE_NAME[want["dtype"]]
+            got_dtype, got_shape = str(x.dtype), tuple(x.shape)
+        problems = []
+        if str(got_dtype) != str(want_dtype):
+            problems.append(f"{name}: expected dtype {want_dtype}, got {got_dtype}")
+        if got_shape != tuple(want["shape"]):
+            problems.append(f"{name}: expected shape {list(want['shape'])}, got {list(got_shape)}")
+        return problems
+
+    def _failure_paths(self, kernel, save_dir):
+        directory = (save_dir or _context.current["save_dir"] or os.environ.get("LARC_SAVE_DIR")
+                     or os.path.join(".larc", "failures"))
+        stem = re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{kernel}_{self.spec['mechanism']}_{self.id}")
+        return os.path.join(directory, stem + ".safetensors"), os.path.join(directory, stem + ".candidate.safetensors")
+
+    def _write_candidate(self, path, host, kernel):
+        arr, keep = _native.tensor_array(host)
+        meta = {"kernel": kernel, "mechanism": self.spec["mechanism"], "case": self.id}
+        _native.check_status(_native.lib().larc_candidate_write(os.fspath(path).encode(), arr, len(host), _native.encode(meta)))
+        del keep
+
+    def _unjudged_json(self, kernel, errors, deterministic):
+        s = self.spec
+        return {"kernel": kernel, "mechanism": s["mechanism"], "dtype": s["dtype"], "shape": s["shape"], "seed": s["seed"],
+                "knobs": s["knobs"], "origin": s["origin"], "pass": False, "deterministic": deterministic, "errors": errors,
+                "outputs": [], "worst_ratio": None, "reproduce": "", "oracle_method": ""}
+
+
+def _fixture_files(paths):
+    """The larc fixtures under files and folders: every *.safetensors but the candidates saved beside
+    failures (NAME.candidate.safetensors), sorted per folder; a path that does not exist is refused."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths or [])
+    out = []
+    for p in map(os.fspath, paths):
+        _require(os.path.exists(p), "fixtures", f"{p}: no such file or directory")
+        if not os.path.isdir(p):
+            out.append(p)
+            continue
+        found = [os.path.join(d, f) for d, _, files in os.walk(p) for f in files
+                 if f.endswith(".safetensors") and not f.endswith(".candidate.safetensors")]
+        out += sorted(found)
+    return out
+
+
+def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None, fixtures=None, limits=None,
+          initial_state=True, grid=True):
+    """larc's cases for a kernel of `mechanism_name`: the gate's grid (the default shapes, or `shapes`),
+    `random` randomized cases drawn from `seed`, and the fixtures under `fixtures`, restricted to the
+    kernel's dtypes and shape limits ({"max_T": ..., "head_dims": [...], ...}). Cases are prepared on
+    first use."""
+    mechanism(mechanism_name)
+    dtypes = list(dtypes) if dtypes is not None else ["bf16", "fp16", "fp32"]
+    for d in dtypes:
+        _check_dtype(d, "dtypes")
+    _require(isinstance(random, int) and random >= 0, "random", f"expected an integer of at least 0, got {random!r}")
+    options = {"mechanism": mechanism_name, "dtypes": dtypes, "grid": bool(grid), "seed": int(seed), "random": random,
+               "knobs": dict(knobs or {}), "limits": dict(limits or {}), "initial_state": bool(initial_state),
+               "shapes": [",".join(map(str, _check_shape(s, "shapes"))) for s in (shapes or [])],
+               "fixtures": _fixture_files(fixtures)}
+    planned = _native.take_json(_native.lib().larc_plan_json(_native.encode(options)))["cases"]
+    out, seen, n_random = [], set(), 0
+    for spec in planned:
+        case = Case(spec)
+        if spec["origin"] == "random":
+            case.id = f"random{n_random}-{case.id}"
+            n_random += 1
+        elif spec["origin"] != "grid":
+            case.id = f"fixture:{os.path.basename(spec['origin']).removesuffix('.safetensors')}"
+        while case.id in seen:
+            case.id += "+"
+        seen.add(case.id)
+        out.append(case)
+    return out
+
+
+def gate(fn, mechanism, dtype="fp32", shape=DEFAULT_SHAPE, seed=1, knobs=None, grade="fp32", device=None, runs=2,
+         grade_of=None, kernel=None, save_dir=None, profile=None, grad=False):
+    """Generates one case, runs `fn` on it and judges it; raises GateFailure (an AssertionError) with
+    the worst timesteps, each output's ratio at its grade, the saved fixture and the replay command."""
+    if grad:
+        raise NotImplementedError("gradient cases are not yet in the gate")
+    _require(callable(fn), "fn", f"expected a callable, got {type(fn).__name__}")
+    case = Case.prepare(mechanism, dtype=dtype, shape=shape, seed=seed, knobs=knobs)
+    return case.gate(fn, device=device, grade=grade, grade_of=grade_of, runs=runs, kernel=kernel, save_dir=save_dir,
+                     profile=profile)
+
+
+def _bf16_bits(values):
+    """float32 values rounded to bf16 (to nearest, ties to even), as bit patterns."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def check(mechanism_name, inputs, outputs, dtype=None, grade="fp32", grade_of=None, kernel="check", save_dir=None):
+    """Judges `outputs` computed from your `inputs` (numpy arrays or torch tensors in FLA's layout)
+    against larc's oracle of those inputs; raises GateFailure when they fail, returns the Result."""
+    m = mechanism(mechanism_name)
+    _require(isinstance(inputs, dict) and "q" in inputs, "inputs", "expected a dict of the mechanism's inputs by name")
+    dtype = dtype or _arrays.larc_dtype_of(inputs["q"])
+    _check_dtype(dtype)
+    grade_of_list = _check_grades(grade, grade_of, [o["name"] for o in m["outputs"]])
+    fp32_inputs = {i["name"] for i in m["inputs"] if i["always_fp32"]}
+    host = []
+    for name, x in inputs.items():
+        want = "fp32" if name in fp32_inputs else dtype
+        got, a = _arrays.host_raw(x, want)
+        if want == "bf16" and got == "fp32":  # numpy has no bf16: float32 values rounded to bf16
+            got, a = "bf16", _bf16_bits(a)
+        host.append((name, got, a))
+    arr, keep = _native.tensor_array(host)
+    spec = {"mechanism": mechanism_name, "dtype": dtype}
+    handle = _native.checked(_native.lib().larc_case_from_inputs(_native.encode(spec), arr, len(host)))
+    del keep
+    info = _native.take_json(_native.lib().larc_case_json(handle))
+    case = Case({k: info[k] for k in ("mechanism", "dtype", "shape", "seed", "knobs", "origin")}, "inputs", handle)
+    if not isinstance(outputs, dict):
+        outputs = {"o": outputs} if not isinstance(outputs, (tuple, list)) else dict(zip([o["name"] for o in m["outputs"]], outputs))
+    given = [(n, *_arrays.host_raw(x, dtype)) for n, x in outputs.items() if x is not None]
+    arr, keep = _native.tensor_array(given)
+    config = {"kernel": kernel, "grade": grade, "grade_of": grade_of_list}
+    handle = _native.checked(_native.lib().larc_judge(case.handle, arr, len(given), _native.encode(config)))
+    del keep
+    result = Result(case, kernel, _native.take_json(_native.lib().larc_result_json(handle)), handle)
+    result.json["rerun"], result.json["reproduce"] = _rerun_command(), ""
+    if not result.passed:
+        fixture, candidate = case._failure_paths(kernel, save_dir)
+        result.fixture = case.save(fixture, {"subject": kernel, "failure": (result.errors or ["failed"])[0]})
+        case._write_candidate(candidate, given, kernel)
+        result.candidate = candidate
+        result.json["reproduce"] = " ".join(["larc", "diff", shlex.quote(fixture), shlex.quote(candidate), "--grade", grade] +
+                                            [a for g in grade_of_list for a in ("--grade-of", g)])
+        result.json["fixture"], result.json["candidate"] = result.fixture, result.candidate
+    _collect(result)
+    return result.assert_pass()
+
+
+def record_profile(results, path):
+    """Writes an accuracy-regression profile of judged results (docs/gate.md); later runs compare
+    against it with run(..., profile=path)."""
+    handles = [r._handle for r in results if r._handle]
+    _require(len(handles) == len(results), "results", "every result must have been judged (none failed before judging)")
+    arr = (_native.ctypes.c_void_p * max(1, len(handles)))(*handles)
+    _native.check_status(_native.lib().larc_profile_record(arr, len(handles), os.fspath(path).encode()))
+    return path

@@ -1,0 +1,8 @@
+"""What the pytest plugin tells the gate about the test running now (no imports: the plugin sets it
+around every test, whether or not the test uses larc)."""
+current = {
+    "nodeid": None,         # the running test's node id: its reproduce command
+    "rerun_options": "",    # the pytest options that bring its case back alone
+    "save_dir": None,       # --larc-save
+    "results": None,        # a list collecting every verdict reached in the test
+}

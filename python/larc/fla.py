@@ -1,0 +1,63 @@
+"""flash-linear-attention's kernels as larc callables: each takes a case's inputs by larc's names
+(FLA's layout) and returns (o, final_state), so that
+
+    larc.gate(larc.fla.KERNELS["chunk_gated_delta_rule"], mechanism="gdn", dtype="bf16", device="cuda")
+
+gates FLA's kernel. FLA is imported when a kernel is first called."""
+import importlib
+import inspect
+
+# FLA function -> (larc mechanism, FLA module)
+FUNCTIONS = {
+    "chunk_gated_delta_rule": ("gdn", "fla.ops.gated_delta_rule"),
+    "fused_recurrent_gated_delta_rule": ("gdn", "fla.ops.gated_delta_rule"),
+    "chunk_delta_rule": ("deltanet", "fla.ops.delta_rule"),
+    "chunk_gla": ("gla", "fla.ops.gla"),
+    "chunk_log_linear_attn": ("log-linear", "fla.ops.log_linear_attn"),
+}
+
+
+def function(name):
+    """FLA's function `name` (ImportError when FLA or the function is missing)."""
+    return getattr(importlib.import_module(FUNCTIONS[name][1]), name)
+
+
+def _gated_delta_rule(name):
+    def run(q, k, v, g, beta, scale, initial_state=None):
+        return function(name)(q, k, v, g=g, beta=beta, scale=scale, initial_state=initial_state, output_final_state=True)
+    run.__qualname__ = f"fla.{name}"
+    return run
+
+
+def chunk_delta_rule(q, k, v, beta, scale, initial_state=None):
+    return function("chunk_delta_rule")(q, k, v, beta=beta, scale=scale, initial_state=initial_state,
+                                        output_final_state=True)
+
+
+def chunk_gla(q, k, v, gk, scale, initial_state=None):
+    return function("chunk_gla")(q, k, v, g=gk, scale=scale, initial_state=initial_state, output_final_state=True)
+
+
+def chunk_log_linear_attn(q, k, v, g, level_scales, scale=None):
+    """FLA's log-linear attention: o only (its final state is per level, not one [B,H,K,V] tensor). Older
+    FLA versions take no scale; they apply none, which must then be larc's."""
+    fn = function("chunk_log_linear_attn")
+    kwargs = {}
+    if "scale" in inspect.signature(fn).parameters:
+        kwargs["scale"] = 1.0 if scale is None else scale
+    elif scale not in (None, 1.0):
+        raise ValueError(f"this FLA's chunk_log_linear_attn takes no scale; the case needs scale {scale}")
+    o, _ = fn(q, k, v, g, level_scales, **kwargs)
+    return o
+
+
+chunk_delta_rule.__qualname__ = "fla.chunk_delta_rule"
+chunk_gla.__qualname__ = "fla.chunk_gla"
+chunk_log_linear_attn.__qualname__ = "fla.chunk_log_linear_attn"
+KERNELS = {
+    "chunk_gated_delta_rule": _gated_delta_rule("chunk_gated_delta_rule"),
+    "fused_recurrent_gated_delta_rule": _gated_delta_rule("fused_recurrent_gated_delta_rule"),
+    "chunk_delta_rule": chunk_delta_rule,
+    "chunk_gla": chunk_gla,
+    "chunk_log_linear_attn": chunk_log_linear_attn,
+}

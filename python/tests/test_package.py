@@ -1,0 +1,199 @@
+"""The larc package with numpy callables: an honest numpy GDN passes every case; the API refuses
+wrong arguments naming them; whatever the callable does wrong (shape, dtype, type, NaN, raising,
+nondeterminism, touching its inputs) is a failure naming the output or input; failures are saved as
+fixtures that Case.from_fixture and `larc diff` replay."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import larc
+from numpy_gdn import kernel
+
+SHAPE = (1, 100, 2, 16, 16)
+
+
+def test_registry_lists_gdn_with_fla_layout():
+    gdn = larc.mechanisms()["gdn"]
+    assert [i["name"] for i in gdn["inputs"]][:5] == ["q", "k", "v", "g", "beta"]
+    assert [o["name"] for o in gdn["outputs"]] == ["o", "final_state"]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("initial_state", [0, 2])
+def test_honest_numpy_gdn_passes(dtype, initial_state, tmp_path):
+    r = larc.gate(kernel(), mechanism="gdn", dtype=dtype, shape=SHAPE, seed=3, knobs={"initial_state": initial_state},
+                  save_dir=tmp_path)
+    assert r.passed and set(r.outputs) == {"o", "final_state"}
+    assert r.outputs["o"].worst_ratio <= 1 and r.outputs["o"].grade_met != "none"
+    assert not list(tmp_path.iterdir())  # nothing saved for a pass
+
+
+def test_honest_numpy_gdn_passes_every_grid_case(tmp_path):
+    cases = larc.cases("gdn", dtypes=["fp32"])
+    assert len(cases) >= 6 and len({c.id for c in cases}) == len(cases)
+    for case in cases:
+        case.gate(kernel(), save_dir=tmp_path)
+
+
+def test_case_ids_say_dtype_shape_seed_and_state():
+    ids = [c.id for c in larc.cases("gdn", dtypes=["bf16"], seed=7, random=2)]
+    assert "bf16-1x100x2x16x8-s7" in ids and "bf16-1x100x2x16x8-s7-h0" in ids
+    assert sum(i.startswith("random") for i in ids) == 2
+
+
+def test_cases_respect_the_kernels_limits():
+    cases = larc.cases("gdn", dtypes=["fp32"], limits={"min_K": 16}, random=4)
+    assert cases and all(int(c.spec["shape"].split(",")[3]) >= 16 for c in cases)
+
+
+def test_wrong_arguments_raise_value_error_naming_them():
+    honest = kernel()
+    for kwargs, named in [({"mechanism": "nope"}, "mechanism"), ({"mechanism": "gdn", "dtype": "fp8"}, "dtype"),
+                          ({"mechanism": "gdn", "shape": (1, 2, 3)}, "shape"),
+                          ({"mechanism": "gdn", "shape": (1, 0, 1, 8, 8)}, "shape"),
+                          ({"mechanism": "gdn", "runs": 0}, "runs"), ({"mechanism": "gdn", "grade": "tf16"}, "grade"),
+                          ({"mechanism": "gdn", "knobs": {"bogus": 1}}, "bogus"),
+                          ({"mechanism": "gdn", "grade_of": {"o": "x"}}, "grade_of"),
+                          ({"mechanism": "gdn", "seed": -1}, "seed")]:
+        with pytest.raises(ValueError, match=named):
+            larc.gate(honest, shape=kwargs.pop("shape", SHAPE), **kwargs)
+    with pytest.raises(ValueError, match="fn"):
+        larc.gate("not callable", mechanism="gdn")
+    with pytest.raises(ValueError, match="grade_of"):
+        larc.gate(honest, mechanism="gdn", shape=SHAPE, grade_of={"x": "io"})
+    with pytest.raises(NotImplementedError, match="gradient cases are not yet in the gate"):
+        larc.gate(honest, mechanism="gdn", grad=True)
+
+
+def failure(fn, tmp_path, **kwargs):
+    with pytest.raises(larc.GateFailure) as e:
+        larc.gate(fn, mechanism="gdn", shape=SHAPE, save_dir=tmp_path, **kwargs)
+    return e.value.result, str(e.value)
+
+
+@pytest.mark.parametrize("bad, expected", [
+    (lambda o, S: (o[:, :-1], S), "o: expected shape [1, 100, 2, 16], got [1, 99, 2, 16]"),
+    (lambda o, S: (o.astype(np.float64), S), "o: expected dtype float32, got float64"),
+    (lambda o, S: (o, S.astype(np.float16)), "final_state: expected dtype float32, got float16"),
+    (lambda o, S: (o.tolist(), S), "o: expected a numpy array (no device given), got builtins.list"),
+    (lambda o, S: (o, S, S), "returned 3 values; gdn has 2 outputs"),
+    (lambda o, S: {"o": o, "state": S}, "state: not an output of gdn"),
+    (lambda o, S: None, "o: expected a numpy array (no device given), got builtins.NoneType"),
+])
+def test_malformed_outputs_fail_naming_the_output(bad, expected, tmp_path):
+    honest = kernel()
+
+    def malformed(q, k, v, g, beta, scale):
+        return bad(*honest(q, k, v, g, beta, scale))
+    result, message = failure(malformed, tmp_path)
+    assert expected in message
+    assert result.fixture and os.path.exists(result.fixture)  # the inputs are saved even when nothing was judged
+
+
+def test_nan_where_the_oracle_is_finite_fails_naming_the_output(tmp_path):
+    honest = kernel()
+
+    def nan_at_t5(q, k, v, g, beta, scale):
+        o, S = honest(q, k, v, g, beta, scale)
+        o[0, 5, 1, 3] = np.nan
+        return o, S
+    result, message = failure(nan_at_t5, tmp_path)
+    assert not result.outputs["o"].passed and result.outputs["o"].non_finite == 1
+    assert result.outputs["final_state"].passed
+    assert "o" in message and "1 non finite" in message
+
+
+def test_a_raising_callable_is_a_failure(tmp_path):
+    def boom(q, k, v, g, beta, scale):
+        raise RuntimeError("kernel launch failed")
+    result, message = failure(boom, tmp_path)
+    assert "the callable raised RuntimeError: kernel launch failed" in message
+
+
+def test_nondeterminism_is_a_failure_naming_the_output(tmp_path):
+    honest, calls = kernel(), []
+
+    def flaky(q, k, v, g, beta, scale):
+        o, S = honest(q, k, v, g, beta, scale)
+        calls.append(1)
+        o[0, 0, 0, 0] = np.nextafter(o[0, 0, 0, 0], np.float32(np.inf)) if len(calls) == 2 else o[0, 0, 0, 0]
+        return o, S
+    result, message = failure(flaky, tmp_path)
+    assert "o: two runs on the same inputs differ in 1 of 3200 elements (nondeterministic)" in message
+    assert not result.json["deterministic"]
+
+
+def test_touching_the_inputs_is_a_failure_naming_the_input(tmp_path):
+    honest = kernel()
+
+    def scales_q(q, k, v, g, beta, scale):
+        q *= 2
+        return honest(q, k, v, g, beta, scale)
+
+    def writes_past_v(q, k, v, g, beta, scale):
+        v.base[-1] = 0.0
+        return honest(q, k, v, g, beta, scale)
+    assert "q: the callable modified this input" in failure(scales_q, tmp_path)[1]
+    assert "v: written past its last element" in failure(writes_past_v, tmp_path)[1]
+
+
+def test_parameters_reach_only_callables_that_name_them():
+    seen = {}
+
+    def takes_kwargs(**kw):
+        seen.update(kw)
+        return kernel()(kw["q"], kw["k"], kw["v"], kw["g"], kw["beta"], kw["scale"])
+    larc.gate(takes_kwargs, mechanism="gdn", shape=SHAPE)
+    assert seen["scale"] == pytest.approx(16 ** -0.5) and "initial_state" not in seen
+    with pytest.raises(ValueError, match="initial_state"):
+        larc.gate(lambda q, k, v, g, beta, scale: None, mechanism="gdn", shape=SHAPE, knobs={"initial_state": 2})
+
+
+def test_check_judges_your_inputs_against_larcs_oracle(tmp_path):
+    case = larc.Case.prepare("gdn", dtype="fp32", shape=SHAPE, seed=5)
+    inputs = case.inputs()
+    scale = case.parameters()["scale"]
+    o, S = kernel()(**inputs, scale=scale)
+    r = larc.check("gdn", inputs, {"o": o, "final_state": S})
+    assert r.passed and r.json["shape"] == "1,100,2,16,16"
+    o_bad, S_bad = kernel("dropped_carry")(**inputs, scale=scale)
+    with pytest.raises(larc.GateFailure, match="timestep 64"):
+        larc.check("gdn", inputs, (o_bad, S_bad), save_dir=tmp_path)
+
+
+def test_oracle_and_inputs_round_trip_a_fixture(tmp_path):
+    case = larc.Case.prepare("gdn", dtype="bf16", shape=(1, 20, 1, 8, 8), seed=2, knobs={"initial_state": 2})
+    path = case.save(tmp_path / "c.safetensors")
+    back = larc.Case.from_fixture(path)
+    assert back.spec["shape"] == "1,20,1,8,8" and back.spec["dtype"] == "bf16"
+    for name, a in case.inputs().items():
+        assert np.array_equal(a, back.inputs()[name]), name
+    assert np.array_equal(case.oracle("o"), back.oracle("o"))
+    assert back.inputs()["initial_state"].dtype == np.float32
+
+
+def test_a_failure_is_saved_and_larc_diff_replays_it(tmp_path):
+    result, message = failure(kernel("dropped_carry"), tmp_path)
+    assert os.path.exists(result.fixture) and os.path.exists(result.candidate)
+    assert f"larc diff {result.fixture} {result.candidate}" in message
+    replayed = larc.Case.from_fixture(result.fixture)
+    assert replayed.spec["shape"] == "1,100,2,16,16" and replayed.spec["seed"] == 1
+    with pytest.raises(larc.GateFailure, match="timestep 64"):
+        replayed.gate(kernel("dropped_carry"), save_dir=tmp_path / "again")
+    program = os.environ.get("LARC_PROGRAM")
+    if not program or not os.access(program, os.X_OK):
+        pytest.skip("LARC_PROGRAM (the larc program) is not built here: the replay by `larc diff` is not checked")
+    run = subprocess.run([program, "diff", result.fixture, result.candidate], capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "o: FAIL" in run.stdout and "timestep 64" in run.stdout
+
+
+def test_profiles_record_and_check(tmp_path):
+    case = larc.Case.prepare("gdn", dtype="fp32", shape=SHAPE, seed=4)
+    accepted = case.run(kernel(), kernel="gdn-numpy")
+    profile = larc.record_profile([accepted], tmp_path / "profile.json")
+    assert case.run(kernel(), kernel="gdn-numpy", profile=profile).passed
+    worse = case.run(kernel("wrong_decay"), kernel="gdn-numpy", profile=profile, save_dir=tmp_path)
+    assert not worse.passed and worse.outputs["o"].profile_ratio > 1

@@ -1,0 +1,74 @@
+"""The pytest plugin, run through pytester: marked tests skip without --larc and run larc's cases with
+readable ids with it; a failing kernel's case fails with the figures, is saved under --larc-save and
+replays with --larc-replay; JUnit properties and --larc-json carry each case's seed, verdict, worst
+ratio and reproduce command."""
+import json
+import pathlib
+import xml.etree.ElementTree as ET
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TEST_FILE = '''
+import pytest
+from numpy_gdn import kernel
+
+@pytest.mark.larc("gdn", dtypes=["fp32"], shapes=[(1, 100, 2, 16, 16)], limits={"min_K": 8})
+def test_honest(larc_case):
+    larc_case.gate(kernel())
+
+@pytest.mark.larc("gdn", dtypes=["fp32"], shapes=[(1, 100, 2, 16, 16)])
+def test_dropped_carry(larc_case):
+    larc_case.gate(kernel("dropped_carry"))
+'''
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(numpy_gdn=(pathlib.Path(__file__).parent / "numpy_gdn.py").read_text(), test_kernels=TEST_FILE)
+    return pytester
+
+
+def run(project, *args):
+    return project.runpytest_subprocess("-p", "larc.pytest_plugin", "-p", "no:cacheprovider", *args)
+
+
+def test_marked_tests_skip_without_larc(project):
+    result = run(project, "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*larc cases run with --larc*"])
+
+
+def test_ids_name_dtype_shape_seed_and_random_cases(project):
+    result = run(project, "--larc", "--larc-seed", "3", "--larc-random", "2", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_honest?fp32-1x100x2x16x16-s3?", "*test_honest?random0-fp32-*",
+                                 "*test_honest?random1-fp32-*"])
+
+
+def test_larc_runs_cases_saves_failures_and_reports_them(project):
+    saved = project.path / "failures"
+    result = run(project, "--larc", f"--larc-save={saved}", "--junitxml=junit.xml", "--larc-json=larc.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*GateFailure*", "*o * FAIL at fp32*", "*first: timestep 64: error*",
+                                 "*worst timesteps*", "*saved:*failures*", "*reproduce:   larc diff *",
+                                 "*rerun:       pytest *test_dropped_carry?fp32-1x100x2x16x16-s1?? --larc*",
+                                 "*larc: 2 verdicts, 1 failed*"])
+    fixtures = sorted(saved.glob("*.safetensors"))
+    assert len(fixtures) == 2 and any(f.name.endswith(".candidate.safetensors") for f in fixtures)
+
+    props = {tc.get("name"): {p.get("name"): p.get("value") for p in tc.iter("property")}
+             for tc in ET.parse(project.path / "junit.xml").getroot().iter("testcase")}
+    failed = props["test_dropped_carry[fp32-1x100x2x16x16-s1]"]
+    assert failed["larc.seed"] == "1" and failed["larc.verdict"] == "fail" and float(failed["larc.worst_ratio"]) > 1
+    assert failed["larc.reproduce"].startswith("pytest ") and failed["larc.judge"].startswith("larc diff ")
+    assert failed["larc.fixture"].startswith(str(saved))
+    assert props["test_honest[fp32-1x100x2x16x16-s1]"]["larc.verdict"] == "pass"
+
+    report = json.loads((project.path / "larc.json").read_text())
+    assert [r["pass"] for r in report["results"]] == [True, False]
+    assert report["results"][1]["outputs"][0]["worst_timesteps"]
+
+    replay = run(project, "--larc", f"--larc-replay={saved}", "-k", "test_dropped_carry", f"--larc-save={project.path / 'again'}")
+    replay.assert_outcomes(failed=1)
+    replay.stdout.fnmatch_lines(["*test_dropped_carry?fixture:*", "*first: timestep 64: error*"])
