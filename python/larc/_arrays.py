@@ -58,7 +58,7 @@ def host_raw(x, dtype):
 def with_guard(a, torch_device=None):
     """A copy of numpy array `a` (or a torch tensor on torch_device) in a buffer followed by
     GUARD_ELEMENTS NaNs; returns (the view handed to the callable, the whole buffer)."""
-    n = a.size
+    n = a.numel() if is_torch(a) else a.size
     if torch_device is None:
         buf = np.full(n + GUARD_ELEMENTS, np.nan, dtype=a.dtype)
         buf[:n] = a.reshape(-1)
