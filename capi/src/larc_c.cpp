@@ -201,9 +201,12 @@ h::ShapeLimits limits_of_json(const json& j) {
   for (const auto& [key, value] : j.items()) {
     if (!keys.count(key)) throw std::invalid_argument("limits: unknown key '" + key + "'");
     if (key == "head_dims") {
+      if (!value.is_array() || !std::all_of(value.begin(), value.end(), [](const json& d) { return d.is_number_integer(); }))
+        throw std::invalid_argument("limits: head_dims must be a list of integers");
       l.head_dims = value.get<std::vector<std::int64_t>>();
       continue;
     }
+    if (!value.is_number_integer()) throw std::invalid_argument("limits: " + key + " must be an integer");
     const auto v = value.get<std::int64_t>();
     if (v < 0) throw std::invalid_argument("limits: " + key + " must be at least 0");
     (key == "max_B" ? l.max_B : key == "max_T" ? l.max_T : key == "max_H" ? l.max_H : key == "max_K" ? l.max_K

@@ -508,6 +508,8 @@ def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None
     for d in dtypes:
         _check_dtype(d, "dtypes")
     _require(isinstance(random, int) and random >= 0, "random", f"expected an integer of at least 0, got {random!r}")
+    _require(isinstance(seed, int) and 0 <= seed < 2 ** 64, "seed", f"expected an integer in [0, 2^64), got {seed!r}")
+    _require(isinstance(limits or {}, dict), "limits", f"expected a dict such as {{'head_dims': [64, 128]}}, got {limits!r}")
     options = {"mechanism": mechanism_name, "dtypes": dtypes, "grid": bool(grid), "seed": int(seed), "random": random,
                "knobs": dict(knobs or {}), "limits": dict(limits or {}), "initial_state": bool(initial_state),
                "shapes": [",".join(map(str, _check_shape(s, "shapes"))) for s in (shapes or [])],

@@ -48,6 +48,14 @@ def test_cases_respect_the_kernels_limits():
     assert cases and all(int(c.spec["shape"].split(",")[3]) >= 16 for c in cases)
 
 
+def test_wrong_plan_arguments_raise_value_error_naming_them():
+    for kwargs, named in [({"limits": {"max_T": "long"}}, "max_T"), ({"limits": {"max_X": 1}}, "max_X"),
+                          ({"dtypes": ["fp8"]}, "dtypes"), ({"random": -1}, "random"), ({"shapes": [(1, 2)]}, "shapes"),
+                          ({"fixtures": ["/no/such/file"]}, "fixtures"), ({"knobs": {"bogus": 1}}, "bogus")]:
+        with pytest.raises(ValueError, match=named):
+            larc.cases("gdn", **kwargs)
+
+
 def test_wrong_arguments_raise_value_error_naming_them():
     honest = kernel()
     for kwargs, named in [({"mechanism": "nope"}, "mechanism"), ({"mechanism": "gdn", "dtype": "fp8"}, "dtype"),
