@@ -3,6 +3,7 @@ layout, its outputs are checked for what the harness's guards can see from outsi
 nothing written past an input, two runs bitwise equal, the right type, device, dtype and shape per
 output) and judged by liblarc against the certified oracle at the declared grade; a failure is saved
 as a larc fixture plus the candidate's outputs, which `larc diff` replays on any CPU machine."""
+import ctypes
 import inspect
 import os
 import re
@@ -27,7 +28,8 @@ def mechanisms():
     return _registry
 
 
-def mechanism(name):
+def _mechanism_spec(name):
+    """The registry's entry of mechanism `name`; ValueError naming the known ones otherwise."""
     if not isinstance(name, str) or name not in mechanisms():
         raise ValueError(f"mechanism: unknown {name!r} (known: {', '.join(mechanisms())})")
     return mechanisms()[name]
@@ -206,7 +208,9 @@ class Case:
 
     @classmethod
     def prepare(cls, mechanism, dtype="fp32", shape=DEFAULT_SHAPE, seed=1, knobs=None):
-        globals()["mechanism"](mechanism)
+        """The case (mechanism, dtype, shape (B, T, H, K, V), seed, knobs), prepared now: its inputs
+        generated and its oracle computed; a wrong argument raises ValueError naming it."""
+        _mechanism_spec(mechanism)
         _check_dtype(dtype)
         shape = _check_shape(shape)
         _require(isinstance(seed, (int, np.integer)) and 0 <= seed < 2 ** 64, "seed", f"expected an integer in [0, 2^64), got {seed!r}")
@@ -219,6 +223,7 @@ class Case:
 
     @classmethod
     def from_fixture(cls, path):
+        """The case a larc fixture holds (its inputs and oracle as written, e.g. a saved failure)."""
         path = os.fspath(path)
         handle = _native.checked(_native.lib().larc_case_read_fixture(path.encode()))
         info = _native.take_json(_native.lib().larc_case_json(handle))
@@ -247,7 +252,7 @@ class Case:
         return self._info
 
     def non_default_knobs(self):
-        defaults = {k["name"]: k["default"] for k in mechanism(self.spec["mechanism"])["knobs"]}
+        defaults = {k["name"]: k["default"] for k in _mechanism_spec(self.spec["mechanism"])["knobs"]}
         return {k: v for k, v in self.spec["knobs"].items() if defaults.get(k) != v}
 
     def _default_id(self):
@@ -262,7 +267,7 @@ class Case:
     def _tensor(self, name):
         t = _native.Tensor()
         _native.check_status(_native.lib().larc_case_tensor(self.handle, name.encode(), t))
-        raw = _native.ctypes.string_at(t.data, t.nbytes)
+        raw = ctypes.string_at(t.data, t.nbytes)
         return _arrays.decode(raw, t.dtype.decode(), tuple(t.shape[i] for i in range(t.ndim)))
 
     def inputs(self, device=None):
@@ -309,7 +314,7 @@ class Case:
         if grad:
             raise NotImplementedError("gradient cases are not yet in the gate")
         _require(callable(fn), "fn", f"expected a callable, got {type(fn).__name__}")
-        grade_of_list = _check_grades(grade, grade_of, [o["name"] for o in mechanism(self.spec["mechanism"])["outputs"]])
+        grade_of_list = _check_grades(grade, grade_of, [o["name"] for o in _mechanism_spec(self.spec["mechanism"])["outputs"]])
         _require(isinstance(runs, int) and not isinstance(runs, bool) and runs >= 1, "runs", f"expected an integer of at least 1, got {runs!r}")
         dev = _parse_device(device)
         kernel = kernel or getattr(fn, "__qualname__", None) or type(fn).__name__
@@ -503,7 +508,7 @@ def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None
     `random` randomized cases drawn from `seed`, and the fixtures under `fixtures`, restricted to the
     kernel's dtypes and shape limits ({"max_T": ..., "head_dims": [...], ...}). Cases are prepared on
     first use."""
-    mechanism(mechanism_name)
+    _mechanism_spec(mechanism_name)
     dtypes = list(dtypes) if dtypes is not None else ["bf16", "fp16", "fp32"]
     for d in dtypes:
         _check_dtype(d, "dtypes")
@@ -551,7 +556,7 @@ def _bf16_bits(values):
 def check(mechanism_name, inputs, outputs, dtype=None, grade="fp32", grade_of=None, kernel="check", save_dir=None):
     """Judges `outputs` computed from your `inputs` (numpy arrays or torch tensors in FLA's layout)
     against larc's oracle of those inputs; raises GateFailure when they fail, returns the Result."""
-    m = mechanism(mechanism_name)
+    m = _mechanism_spec(mechanism_name)
     _require(isinstance(inputs, dict) and "q" in inputs, "inputs", "expected a dict of the mechanism's inputs by name")
     dtype = dtype or _arrays.larc_dtype_of(inputs["q"])
     _check_dtype(dtype)
@@ -596,6 +601,6 @@ def record_profile(results, path):
     against it with run(..., profile=path)."""
     handles = [r._handle for r in results if r._handle]
     _require(len(handles) == len(results), "results", "every result must have been judged (none failed before judging)")
-    arr = (_native.ctypes.c_void_p * max(1, len(handles)))(*handles)
+    arr = (ctypes.c_void_p * max(1, len(handles)))(*handles)
     _native.check_status(_native.lib().larc_profile_record(arr, len(handles), os.fspath(path).encode()))
     return path
