@@ -22,12 +22,16 @@ safetensors. Exit codes as larc's: 0 every diff passed (or no --larc), 1 a diff 
 2 an error (a bad fixture, FLA failed, larc diff exit 2). The last line printed is the summary.
 """
 import argparse
-import inspect
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+# FLA's calls are larc's (python/larc/fla.py), imported from this checkout: larc.fla needs neither numpy
+# nor the native library.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from larc import fla as larc_fla  # noqa: E402
 
 # FLA's functions for each larc mechanism.
 FLA_FUNCTIONS_OF_MECHANISM = {
@@ -74,30 +78,14 @@ def scale_of(parameters, K):
     raise ValueError(f"parameters.scale: cannot read {s!r} (expected a number or \"K^-1/2\")")
 
 
-def gated_delta_rule_runner(function):
-    def run(fla_ops, t, scale):
-        o, final_state = fla_ops[function](t["q"], t["k"], t["v"], g=t["g"], beta=t["beta"], scale=scale,
-                                           initial_state=t.get("initial_state"), output_final_state=True)
-        return {"o": o, "final_state": final_state}
-    return run
-
-
-def run_log_linear(fla_ops, t, scale):
-    fn = fla_ops["chunk_log_linear_attn"]
-    kwargs = {}
-    if "scale" in inspect.signature(fn).parameters:
-        kwargs["scale"] = 1.0 if scale is None else scale
-    elif scale not in (None, 1.0):
-        raise ValueError(f"this FLA's chunk_log_linear_attn takes no scale; the fixture needs scale {scale}")
-    if "initial_state" in t:
+def run_function(function, t, scale):
+    """FLA's `function` on the fixture's tensors `t` through larc's adapters (python/larc/fla.py, the
+    calls larc.gate makes in-process): the outputs by name."""
+    if function == "chunk_log_linear_attn" and "initial_state" in t:
         raise ValueError("chunk_log_linear_attn's initial state is per level; larc's fixtures give none")
-    o, _ = fn(t["q"], t["k"], t["v"], t["g"], t["level_scales"], **kwargs)
-    return {"o": o}  # FLA's final state is a LogLinearAttentionState (per-level), not one [B,H,K,V] tensor
-
-
-RUNNERS = {"chunk_gated_delta_rule": gated_delta_rule_runner("chunk_gated_delta_rule"),
-           "fused_recurrent_gated_delta_rule": gated_delta_rule_runner("fused_recurrent_gated_delta_rule"),
-           "chunk_log_linear_attn": run_log_linear}
+    out = larc_fla.KERNELS[function](**t, scale=scale)
+    # o alone (log-linear: FLA's final state is per level, not one [B,H,K,V] tensor), or (o, final_state)
+    return {"o": out} if not isinstance(out, tuple) else {"o": out[0], "final_state": out[1]}
 
 
 def bitwise_equal(a, b):
@@ -108,7 +96,7 @@ def bitwise_equal(a, b):
     return torch.equal(a.contiguous().view(ints), b.contiguous().view(ints))
 
 
-def make_candidate(path, function, out_dir, fla_ops, versions):
+def make_candidate(path, function, out_dir, versions):
     """Runs FLA's `function` on one fixture; returns (candidate path or None, note)."""
     import torch
     from safetensors import safe_open
@@ -129,7 +117,7 @@ def make_candidate(path, function, out_dir, fla_ops, versions):
     if function == "chunk_log_linear_attn" and (K % 64 != 0 or V & (V - 1) != 0):
         return None, f"skipped: chunk_log_linear_attn takes K a multiple of 64 and V a power of two (K={K}, V={V})"
     scale = scale_of(parameters, K)
-    results = [RUNNERS[function](fla_ops, inputs, scale) for _ in range(2)]
+    results = [run_function(function, inputs, scale) for _ in range(2)]
     torch.cuda.synchronize()
     deterministic = all(bitwise_equal(results[0][n], results[1][n]) for n in results[0])
     tensors = {n: t.detach().contiguous().cpu() for n, t in results[0].items()}
@@ -166,8 +154,9 @@ def main():
         import torch
         import triton
         import fla
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
-        from fla.ops.log_linear_attn import chunk_log_linear_attn
+        for functions in FLA_FUNCTIONS_OF_MECHANISM.values():  # imported now: a missing one is named here
+            for function in functions:
+                larc_fla.function(function)
     except ImportError as e:
         print(f"FAIL: {e} (needs torch with CUDA, triton, fla-core, einops, safetensors: "
               "python3 -m pip install --no-deps .wheels/*.whl)")
@@ -176,9 +165,6 @@ def main():
     if not torch.cuda.is_available():
         print("FAIL: no CUDA device (FLA's kernels are Triton kernels)")
         return 2
-    fla_ops = {"chunk_gated_delta_rule": chunk_gated_delta_rule,
-               "fused_recurrent_gated_delta_rule": fused_recurrent_gated_delta_rule,
-               "chunk_log_linear_attn": chunk_log_linear_attn}
     versions = {"fla_version": getattr(fla, "__version__", "?"), "torch_version": torch.__version__,
                 "triton_version": triton.__version__, "device": torch.cuda.get_device_name(),
                 "triton_f32_default": os.environ.get("TRITON_F32_DEFAULT", "unset")}
@@ -191,7 +177,7 @@ def main():
         for function in FLA_FUNCTIONS_OF_MECHANISM.get(mechanism_of(path), [None]):
             row = {"fixture": str(path), "function": function, "note": "", "rc": None, "larc": "", "result": None}
             try:
-                candidate, row["note"] = make_candidate(path, function, out_dir, fla_ops, versions)
+                candidate, row["note"] = make_candidate(path, function, out_dir, versions)
             except Exception as e:  # a failing fixture or FLA call is reported, the others still run
                 candidate, row["note"], worst = None, f"error: {type(e).__name__}: {e}", 2
             if candidate is not None and args.larc:
