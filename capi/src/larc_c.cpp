@@ -40,7 +40,6 @@ struct TensorView {
 struct larc_case {
   h::PreparedCase prepared;
   std::map<std::string, TensorView, std::less<>> views;  // inputs, "oracle.NAME", "oracle_error.NAME"
-  std::map<std::string, std::vector<std::int64_t>> error_shapes;
 };
 
 struct larc_result {

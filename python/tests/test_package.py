@@ -205,3 +205,16 @@ def test_profiles_record_and_check(tmp_path):
     assert case.run(kernel(), kernel="gdn-numpy", profile=profile).passed
     worse = case.run(kernel("wrong_decay"), kernel="gdn-numpy", profile=profile, save_dir=tmp_path)
     assert not worse.passed and worse.outputs["o"].profile_ratio > 1
+
+
+def test_the_c_interface_refuses_bad_arguments_naming_them():
+    from larc import _native
+    lib = _native.lib()
+    for call, named in [(lambda: lib.larc_plan_json(b"not json"), "options: not JSON"),
+                        (lambda: lib.larc_plan_json(b'{"mechanism": "gdn", "shapez": []}'), "unknown key 'shapez'"),
+                        (lambda: lib.larc_plan_json(b"{}"), "mechanism is required"),
+                        (lambda: lib.larc_case_prepare(b'{"mechanism": "gdn", "shape": "1,0,1,8,8"}'), "T must be at least 1"),
+                        (lambda: lib.larc_case_json(None), "case: NULL"),
+                        (lambda: lib.larc_case_read_fixture(b"/no/such.safetensors"), "/no/such.safetensors")]:
+        with pytest.raises(ValueError, match=named):
+            _native.checked(call())
