@@ -5,7 +5,7 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # clang, its sanitizer and libFuzzer runtimes (libclang-rt-dev) and llvm-symbolizer (llvm): the
-# sanitizer leg of .ci/run and the fuzzers in fuzz/.
+# sanitizer leg of .ci/run and the fuzzers in parser_fuzzers/.
 # python3-matplotlib: the figures of `larc report` (docs/accuracy). python3-numpy, python3-pytest: the
 # Python package's tests (python/; CTest runs them with /usr/bin/python3).
 apt-get install -y -qq --no-install-recommends \

@@ -1,5 +1,5 @@
 // The `larc` command line, built apart from main() so that the command-line fuzzer
-// (fuzz/cli_fuzzer.cpp) parses argv through the very options and checks the program has, without
+// (parser_fuzzers/cli_fuzzer.cpp) parses argv through the very options and checks the program has, without
 // running a command. Exit codes: 0 success, 1 a check failed to run, 2 a usage or input error.
 #pragma once
 

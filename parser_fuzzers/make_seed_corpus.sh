@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Writes the committed seed corpora of fuzz/ (docs/robustness.md) with a built larc (BUILD_DIR holds
+# Writes the committed seed corpora of parser_fuzzers/ (docs/robustness.md) with a built larc (BUILD_DIR holds
 # tools/larc/larc and tests/cli/safetensors_sample_writer):
 #   corpus/safetensors/  whole safetensors files: small larc fixtures, the every-dtype sample, an empty one
 #   corpus/fixture/      a small fixture of every mechanism, framed as fixture_fuzzer.cpp reads them
 #                        (the JSON header, a NUL byte, the byte buffer)
 #   corpus/cli/          argv of every command, arguments separated by NUL bytes
 # Inputs that once crashed a fuzzer are kept beside these (e.g. number-overflow.safetensors) and left
-# alone. usage: fuzz/make_seed_corpus.sh BUILD_DIR
+# alone. usage: parser_fuzzers/make_seed_corpus.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
