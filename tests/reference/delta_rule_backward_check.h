@@ -123,10 +123,10 @@ dr::Cotangents<To> cast_cotangents(const dr::Cotangents<From>& c) {
   return r;
 }
 
-// J·δ: the tangents of the outputs and of the final state, from serial over duals. S_0 is
-// perturbed even when the case has none (then S_0 = 0 + δS_0 ε).
+// The case's problem x + δ ε over duals (for KLA, β from η + δη ε). S_0 is perturbed even when the
+// case has none (then S_0 = 0 + δS_0 ε).
 template <class S>
-larc::ref::SeqResult<S> output_tangents(const Case<S>& c, const InputTangent<S>& d) {
+dr::Problem<larc::ref::Dual<S>> dual_problem(const Case<S>& c, const InputTangent<S>& d) {
   using D = larc::ref::Dual<S>;
   using larc::ref::with_tangent;
   const dr::Problem<S>& p = c.problem;
@@ -138,7 +138,13 @@ larc::ref::SeqResult<S> output_tangents(const Case<S>& c, const InputTangent<S>&
   pd.beta = c.eta ? dr::kla_beta<D>(pd.k, with_tangent(*c.eta, d.dbeta), D(c.eps)) : with_tangent(p.beta, d.dbeta);
   pd.scale = D(p.scale);
   pd.initial_state = with_tangent(p.start_state(), d.d_initial_state);
-  const larc::ref::SeqResult<D> r = dr::serial(pd);
+  return pd;
+}
+
+// J·δ: the tangents of the outputs and of the final state, from serial over duals.
+template <class S>
+larc::ref::SeqResult<S> output_tangents(const Case<S>& c, const InputTangent<S>& d) {
+  const larc::ref::SeqResult<larc::ref::Dual<S>> r = dr::serial(dual_problem(c, d));
   return {larc::ref::tangents_of(r.o), larc::ref::tangents_of(r.final_state)};
 }
 

@@ -53,15 +53,19 @@ GlaInputTangent<To> cast_gla_tangent(const GlaInputTangent<From>& d) {
           cast_matrix<To>(d.d_initial_state)};
 }
 
-// J·δ: the tangents of the outputs and of the final state, from serial over duals. S_0 is perturbed
-// even when the problem has none (then S_0 = 0 + δS_0 ε).
+// The problem x + δ ε over duals. S_0 is perturbed even when the problem has none (then S_0 = 0 + δS_0 ε).
 template <class S>
-larc::ref::SeqResult<S> gla_output_tangents(const gla::Problem<S>& p, const GlaInputTangent<S>& d) {
+gla::Problem<larc::ref::Dual<S>> gla_dual_problem(const gla::Problem<S>& p, const GlaInputTangent<S>& d) {
   using D = larc::ref::Dual<S>;
   using larc::ref::with_tangent;
-  const gla::Problem<D> pd{with_tangent(p.q, d.dq), with_tangent(p.k, d.dk), with_tangent(p.v, d.dv),
-                           with_tangent(p.a, d.da), D(p.scale), with_tangent(p.start_state(), d.d_initial_state)};
-  const larc::ref::SeqResult<D> r = gla::serial(pd);
+  return {with_tangent(p.q, d.dq), with_tangent(p.k, d.dk), with_tangent(p.v, d.dv),
+          with_tangent(p.a, d.da), D(p.scale), with_tangent(p.start_state(), d.d_initial_state)};
+}
+
+// J·δ: the tangents of the outputs and of the final state, from serial over duals.
+template <class S>
+larc::ref::SeqResult<S> gla_output_tangents(const gla::Problem<S>& p, const GlaInputTangent<S>& d) {
+  const larc::ref::SeqResult<larc::ref::Dual<S>> r = gla::serial(gla_dual_problem(p, d));
   return {larc::ref::tangents_of(r.o), larc::ref::tangents_of(r.final_state)};
 }
 
