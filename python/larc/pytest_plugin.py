@@ -20,6 +20,7 @@ from larc import _context
 
 MARKER = ("larc(mechanism, dtypes=None, shapes=None, random=0, knobs=None, limits=None, initial_state=True, grid=True): "
           "parametrise the test's larc_case fixture over larc's cases for a kernel of `mechanism`")
+RESULTS = pytest.StashKey[list]()  # every verdict of the session, for --larc-json and the summary
 
 
 def pytest_addoption(parser):
@@ -36,7 +37,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", MARKER)
-    config._larc_results = []
+    config.stash[RESULTS] = []
 
 
 def _rerun_options(config, case):
@@ -123,14 +124,14 @@ def _record(item, results):
                            ("judge", j.get("reproduce")), ("fixture", j.get("fixture"))):
             if value not in (None, ""):
                 item.user_properties.append((f"larc.{key}{suffix}", value))
-        item.config._larc_results.append(dict(j, test=item.nodeid))
+        item.config.stash[RESULTS].append(dict(j, test=item.nodeid))
 
 
 def pytest_sessionfinish(session):
     path = session.config.getoption("larc_json")
     if not path:
         return
-    results = session.config._larc_results
+    results = session.config.stash[RESULTS]
     tree = "unknown"
     if "larc._case" in sys.modules:
         from larc import _case
@@ -140,7 +141,7 @@ def pytest_sessionfinish(session):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    results = config._larc_results
+    results = config.stash[RESULTS]
     if not results:
         return
     failed = [r for r in results if not r["pass"]]
