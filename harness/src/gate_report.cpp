@@ -7,6 +7,10 @@
 
 #include "larc/harness/gate.h"
 
+namespace larc::harness::detail {
+extern const char* const kBuildTreeHash;  // generated: harness/CMakeLists.txt, larc_tree_hash
+}  // namespace larc::harness::detail
+
 namespace larc::harness {
 
 namespace {
@@ -248,24 +252,10 @@ std::string gate_table(const std::vector<CaseResult>& results) {
 }
 
 std::string source_tree_hash() {
-  // A binary built here and run on another host (the H200) has no checkout there: the run script
-  // passes the hash of the tree it was built from.
+  // A binary built here and run on another host (the H200) may be given the hash of the tree it was
+  // built from by its run script; otherwise the one fixed at build time (cmake/larc_tree_hash.cmake).
   if (const char* given = std::getenv("LARC_TREE_HASH"); given != nullptr && *given != '\0') return given;
-  const std::string dir = LARC_SOURCE_DIR;
-  auto run = [](const std::string& cmd) -> std::string {
-    std::FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return {};
-    std::string out;
-    char buf[256];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    return pclose(p) == 0 ? out : std::string();
-  };
-  const std::string git = "git -C '" + dir + "' ";
-  std::string hash = run(git + "ls-tree HEAD reference gpu 2>/dev/null | " + git + "hash-object --stdin 2>/dev/null");
-  while (!hash.empty() && (hash.back() == '\n' || hash.back() == ' ')) hash.pop_back();
-  if (hash.size() != 40) return "unknown";
-  if (!run(git + "status --porcelain -- reference gpu 2>/dev/null").empty()) hash += "-dirty";
-  return hash;
+  return detail::kBuildTreeHash;
 }
 
 ReportFreshness report_freshness(const nlohmann::json& report, const std::string& source_hash) {

@@ -390,7 +390,7 @@ ClaimOutcome kla_c6(const ClaimConfig& cfg) {
   }
   ev << "State: d_k × d_v = " << d * d << " scalars whatever T (no per-token storage). ";
   // larc's fused kernels, measured (informative: a property of larc's kernels, not of the paper's).
-  const std::string measured = measured_time_ratios(read_h200_bench_report(), "kla-fused-recurrent", "gdn-fused-recurrent");
+  const std::string measured = measured_time_ratios(read_h200_bench_report(cfg.h200_bench), "kla-fused-recurrent", "gdn-fused-recurrent");
   ev << (measured.empty() ? std::string("No measured KLA/GDN kernel timings (reports/h200/bench.json).")
                           : "Measured, " + measured + " (informative: larc's fused recurrent kernels, where KLA's β "
                                                       "needs a second reduction over K per token before the write).")

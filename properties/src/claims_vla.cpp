@@ -680,7 +680,7 @@ ClaimOutcome vla_c10(const ClaimConfig& cfg) {
   ev << "VLA/LA operation ratio " << fmt(per_token[0] / per_token[2]) << " (the paper: about 5×). Speed: ";
   // The speed figures are judged from larc's fused VLA kernel (gpu/src/vla_fused.cu) timed on the H200
   // beside SDPA and a sequential PyTorch loop (reports/h200/bench.json; tools/h200/kernels_run.sh full).
-  ClaimOutcome out = judge_vla_kernel_speed(read_h200_bench_report());
+  ClaimOutcome out = judge_vla_kernel_speed(read_h200_bench_report(cfg.h200_bench));
   out.evidence = ev.str() + out.evidence;
   if (!linear) {
     out.verdict = Verdict::not_checkable_here;

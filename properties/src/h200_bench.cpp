@@ -7,10 +7,8 @@
 
 namespace larc::props {
 
-std::string h200_bench_report_path() { return std::string(LARC_SOURCE_DIR) + "/reports/h200/bench.json"; }
-
-nlohmann::json read_h200_bench_report() {
-  std::ifstream in(h200_bench_report_path());
+nlohmann::json read_h200_bench_report(const std::string& path) {
+  std::ifstream in(path);
   if (!in) return nullptr;
   return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
 }

@@ -18,6 +18,7 @@ struct ClaimsOptions {
   std::uint64_t seed = 1;
   int trials = 0;
   std::string json_path, markdown_path;
+  std::string h200_bench = "reports/h200/bench.json";
   bool list = false;
 };
 
@@ -47,7 +48,7 @@ int run_claims(const ClaimsOptions& o) {
   std::vector<LedgerEntry> rows;
   for (std::size_t i = 0; i < selected.size(); ++i) {
     if (progress) std::cerr << "\r[" << i + 1 << "/" << selected.size() << "] " << selected[i]->id << "   " << std::flush;
-    rows.push_back(run_claim(*selected[i], ClaimConfig{o.seed, o.trials}));
+    rows.push_back(run_claim(*selected[i], ClaimConfig{o.seed, o.trials, o.h200_bench}));
   }
   if (progress) std::cerr << "\r" << std::string(40, ' ') << "\r";
   std::cout << ledger_table(rows);
@@ -67,6 +68,10 @@ std::function<int()> add_claims_command(CLI::App& app) {
       ->check(CLI::Range(1, 10000000));
   cmd->add_option("--json", opts->json_path, "Write the ledger as JSON to this file");
   cmd->add_option("--markdown", opts->markdown_path, "Write the ledger as Markdown (docs/CLAIMS.md) to this file");
+  cmd->add_option("--h200-bench", opts->h200_bench,
+                  "The H200 benchmark report (tools/h200/bench_report.py) that VLA-C10 and KLA-C6 read; relative to "
+                  "the working directory")
+      ->capture_default_str();
   cmd->add_flag("--list", opts->list, "List the claim ids and statements without running them");
   return [cmd, opts]() -> int { return cmd->parsed() ? run_claims(*opts) : -1; };
 }

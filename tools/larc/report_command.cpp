@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "output_files.h"
 #include "report_accuracy.h"
@@ -21,9 +22,10 @@ namespace {
 using namespace report;
 
 const char* kDefaultH200Gate = "reports/h200/gate.json";
+const char* kDefaultH200Bench = "reports/h200/bench.json";
 
 struct ReportCli {
-  std::string out, claims_ledger, h200_gate = kDefaultH200Gate;
+  std::string out, claims_ledger, h200_gate = kDefaultH200Gate, h200_bench = kDefaultH200Bench, plot_script;
   std::uint64_t seed = 1;
   bool small = false;
 };
@@ -34,6 +36,7 @@ std::string command_line(const ReportCli& c) {
   if (c.seed != 1) cmd += " --seed " + std::to_string(c.seed);
   if (!c.claims_ledger.empty()) cmd += " --claims-ledger " + c.claims_ledger;
   if (c.h200_gate != kDefaultH200Gate) cmd += " --h200-gate " + c.h200_gate;
+  if (c.h200_bench != kDefaultH200Bench) cmd += " --h200-bench " + c.h200_bench;
   return cmd;
 }
 
@@ -58,13 +61,16 @@ std::string readme(const ReportContext& ctx, const std::vector<const Section*>& 
 
 int run_report(const ReportCli& c) {
   const auto start = std::chrono::steady_clock::now();
-  ReportContext ctx{c.out, c.out + "/data", c.small, c.seed, command_line(c)};
+  ReportContext ctx{c.out, c.out + "/data", c.small, c.seed, command_line(c), c.h200_bench,
+                    c.plot_script.empty() ? default_plot_script() : c.plot_script};
   std::error_code ec;
   std::filesystem::create_directories(ctx.data_dir, ec);
   if (!can_write("report", "--out", ctx.out_dir + "/README.md") || !can_write("report", "--out", ctx.data_dir + "/probe"))
     return 2;
   const H200Gate h200 = read_h200_gate(c.h200_gate);
   const std::string python = find_python_with_matplotlib();  // before minutes of computing
+  if (!std::filesystem::exists(ctx.plot_script))
+    throw std::runtime_error("report: the plotting script " + ctx.plot_script + " is missing (give it with --plot-script)");
   const Section summary = summary_section(ctx, c.claims_ledger, h200);
   const AccuracySections accuracy = accuracy_sections(ctx, h200);
   const Section norms = state_norm_section(ctx), jacobian = jacobian_section(ctx), recall = recall_section(ctx);
@@ -98,6 +104,11 @@ std::function<int()> add_report_command(CLI::App& app) {
   cmd->add_option("--claims-ledger", c->claims_ledger,
                   "Take the claims' verdicts from this ledger (larc claims --json) instead of running the claims");
   cmd->add_option("--h200-gate", c->h200_gate, "The H200 gate results (larc gate --json) for the GPU rows")->capture_default_str();
+  cmd->add_option("--h200-bench", c->h200_bench, "The H200 benchmark report the claims VLA-C10 and KLA-C6 read")
+      ->capture_default_str();
+  cmd->add_option("--plot-script", c->plot_script,
+                  "The plotting script (default: plot_accuracy.py beside larc, share/larc/ of an install, else "
+                  "tools/python/ from the working directory)");
   return [cmd, c]() -> int { return cmd->parsed() ? run_report(*c) : -1; };
 }
 

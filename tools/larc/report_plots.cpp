@@ -21,6 +21,17 @@ bool imports_matplotlib(const std::string& python) {
 
 }  // namespace
 
+std::string default_plot_script() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path dir = exe.parent_path();
+    for (const std::filesystem::path& p : {dir / ".." / "share" / "larc" / "plot_accuracy.py", dir / "plot_accuracy.py"})
+      if (std::filesystem::exists(p, ec)) return p.lexically_normal().string();
+  }
+  return "tools/python/plot_accuracy.py";
+}
+
 std::string find_python_with_matplotlib() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("LARC_PYTHON"); env && *env) candidates = {env};
@@ -36,8 +47,9 @@ std::string find_python_with_matplotlib() {
 }
 
 void draw_figures(const ReportContext& ctx, const std::string& python, const std::vector<Figure>& figures) {
-  const std::string script = LARC_PLOT_SCRIPT;
-  if (!std::filesystem::exists(script)) throw std::runtime_error("report: the plotting script " + script + " is missing");
+  const std::string& script = ctx.plot_script;
+  if (!std::filesystem::exists(script))
+    throw std::runtime_error("report: the plotting script " + script + " is missing (give it with --plot-script)");
   std::string cmd = shell_quoted(python) + " -s " + shell_quoted(script) + " --data " + shell_quoted(ctx.data_dir) +
                     " --out " + shell_quoted(ctx.out_dir);
   for (const Figure& f : figures) {

@@ -14,7 +14,12 @@ namespace larc::cli::report {
 // std::runtime_error naming the candidates and the Debian package when none does.
 std::string find_python_with_matplotlib();
 
-// Runs the plotting script on ctx.data_dir for `figures` and checks that every ctx.out_dir/NAME.png
+// The plotting script beside the program: <dir of larc>/../share/larc/plot_accuracy.py (an install),
+// <dir of larc>/plot_accuracy.py (the build tree's copy), else tools/python/plot_accuracy.py from the
+// working directory (the repository root).
+std::string default_plot_script();
+
+// Runs the plotting script ctx.plot_script on ctx.data_dir for `figures` and checks that every ctx.out_dir/NAME.png
 // was written; throws std::runtime_error naming the script or the missing figure.
 void draw_figures(const ReportContext& ctx, const std::string& python, const std::vector<Figure>& figures);
 

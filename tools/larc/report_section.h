@@ -14,6 +14,8 @@ struct ReportContext {
   bool small = false;    // the tiny grid of the test (--small)
   std::uint64_t seed = 1;
   std::string command;   // the command line that regenerates the report
+  std::string h200_bench = "reports/h200/bench.json";  // read by the claims the summary runs (VLA-C10, KLA-C6)
+  std::string plot_script;  // tools/python/plot_accuracy.py (default_plot_script())
 };
 
 // A figure: `name`.png drawn by tools/python/plot_accuracy.py from the data files named.

@@ -31,7 +31,7 @@ nlohmann::json claims_ledger_json(const ReportContext& ctx, const std::string& l
   std::vector<props::LedgerEntry> rows;
   for (const props::Claim& c : props::all_claims()) {
     std::cerr << "larc report: claim " << c.id << "\n";
-    rows.push_back(props::run_claim(c, props::ClaimConfig{ctx.seed, 0}));
+    rows.push_back(props::run_claim(c, props::ClaimConfig{ctx.seed, 0, ctx.h200_bench}));
   }
   return props::ledger_json(rows);
 }

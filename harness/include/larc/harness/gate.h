@@ -64,9 +64,9 @@ std::string gate_markdown(const std::vector<CaseResult>& results, const std::str
 std::string gate_table(const std::vector<CaseResult>& results);
 
 // The git tree hash of reference/ and gpu/ the program was built from: the hash of the listing of
-// both trees at HEAD of the source checkout, "-dirty" appended when either has uncommitted changes;
-// "unknown" outside a git checkout. The environment variable LARC_TREE_HASH, when set, is returned
-// instead (a binary run on a host without the checkout).
+// both trees at HEAD of the source checkout, "-dirty" appended when either had uncommitted changes;
+// "unknown" when it was built outside a git checkout. Fixed at build time (cmake/larc_tree_hash.cmake):
+// nothing runs git at run time. The environment variable LARC_TREE_HASH, when set, is returned instead.
 std::string source_tree_hash();
 
 // Whether a committed gate or benchmark report (JSON with "tree_hash") was made from the current

@@ -7,10 +7,9 @@
 
 namespace larc::props {
 
-// The committed benchmark report's path in the source checkout.
-std::string h200_bench_report_path();
-// That report, or null when it is absent or not JSON (its readers then say so).
-nlohmann::json read_h200_bench_report();
+// The report at `path` (ClaimConfig::h200_bench, `larc claims --h200-bench`), or null when it is absent
+// or not JSON (its readers then say so).
+nlohmann::json read_h200_bench_report(const std::string& path);
 
 // One sentence comparing two kernels' measured times row by row (same kind, T, B, H, D, dtype):
 // "kernel_a / kernel_b time on the H200 (...): prefill T = 2048: 1.19, ...; decode B×H = 132: ...".
