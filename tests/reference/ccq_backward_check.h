@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <type_traits>
 
@@ -28,6 +29,12 @@ enum class CcqCovariance { uniform, decayed_backbone, decayed_given };
 inline std::string ccq_config_name(CcqBackbone b, CcqCovariance c) {
   return std::string(b == CcqBackbone::gdn ? "gdn" : "gla") +
          (c == CcqCovariance::uniform ? "_uniform" : c == CcqCovariance::decayed_backbone ? "_decayed_backbone" : "_decayed_given");
+}
+
+// gtest prints test parameters through these (found by argument-dependent lookup).
+inline void PrintTo(CcqBackbone b, std::ostream* os) { *os << (b == CcqBackbone::gdn ? "GDN" : "GLA"); }
+inline void PrintTo(CcqCovariance c, std::ostream* os) {
+  *os << (c == CcqCovariance::uniform ? "uniform" : c == CcqCovariance::decayed_backbone ? "decayed (backbone's decay)" : "decayed (given)");
 }
 
 // The backbone problem type per backbone, and its gradients (also its tangents' type).

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "backward_duality.h"
@@ -34,6 +35,9 @@ inline std::string hla_recurrence_name(HlaRecurrence r) {
   }
   return "?";
 }
+
+// gtest prints test parameters through this (found by argument-dependent lookup).
+inline void PrintTo(HlaRecurrence r, std::ostream* os) { *os << hla_recurrence_name(r); }
 
 inline constexpr HlaRecurrence kHlaRecurrences[] = {HlaRecurrence::second_unmasked, HlaRecurrence::second_masked,
                                                     HlaRecurrence::second_masked_as_printed, HlaRecurrence::ahla};

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 
@@ -23,6 +24,15 @@ namespace ll = larc::ref::log_linear;
 using larc::ref::Mat;
 using larc::ref::rational;
 using larc::ref::Vec;
+
+}  // namespace larc::testing::backward_checks
+
+namespace larc::ref::log_linear {
+// gtest prints test parameters through this (found by argument-dependent lookup).
+inline void PrintTo(Variant v, std::ostream* os) { *os << variant_name(v); }
+}  // namespace larc::ref::log_linear
+
+namespace larc::testing::backward_checks {
 
 struct LogLinearShape {
   ll::Variant variant = ll::Variant::mamba2;
