@@ -60,6 +60,13 @@ hla::Gradients<S> hla_backward(HlaRecurrence r, const hla::Problem<S>& p, const 
                                   : hla::second_backward(p, second_order_of(r), c, checkpoint);
 }
 
+// The adjoint of the materialised form (none for the printed decay, which has no such form).
+template <class S>
+hla::Gradients<S> hla_materialized_backward(HlaRecurrence r, const hla::Problem<S>& p, const hla::Cotangents<S>& c) {
+  return r == HlaRecurrence::ahla ? hla::ahla_materialized_backward(p, c)
+                                  : hla::second_materialized_backward(p, second_order_of(r), c);
+}
+
 struct HlaShape {
   Eigen::Index T = 1, d = 1, dv = 1;
   bool normalized = false;

@@ -6,7 +6,8 @@
 //   HA2 Σ_t q_t·dq_t = Σ_t k_t·dk_t = 2 Σ o·do     (plain: o has degree 2 in q and in k)
 //       normalised: = 2 Σ_t (ε (o_t·do_t) / (den_t + ε) + den_t dden_t)
 //   HA3 causality (HLA-C9): with do_s = dden_s = 0 for s ≥ t0, dq_t = dk_t = dv_t = 0 for t ≥ t0
-//   HA4 at γ = 1 the printed and the derived masked recurrences have the same dq, dk, dv.
+//   HA4 at γ = 1 the printed and the derived masked recurrences have the same dq, dk, dv
+//   HA5 the materialised forms' adjoints equal the serial adjoints (the printed decay has no such form).
 //
 // Reproducing: rerun with RC_PARAMS="reproduce=..." as RapidCheck prints it; the case is also
 // recorded as the JUnit property failing_case.
@@ -106,6 +107,17 @@ RC_GTEST_PROP(HlaBackwardIdentities, HA4PrintedAndDerivedDecayAgreeWithoutDecay,
   RC_ASSERT(derived.dq == printed.dq);
   RC_ASSERT(derived.dk == printed.dk);
   RC_ASSERT(derived.dv == printed.dv);
+}
+
+RC_GTEST_PROP(HlaBackwardIdentities, HA5DenseAdjointEqualsSerialAdjoint, ()) {
+  IdentityCase c = gen_case();
+  if (c.recurrence == HlaRecurrence::second_masked_as_printed) c.recurrence = HlaRecurrence::second_masked;
+  const Evaluated e = evaluate(c);
+  const hla::Gradients<rational> dense = hla_materialized_backward(c.recurrence, e.p, e.cot);
+  RC_ASSERT(dense.dq == e.g.dq);
+  RC_ASSERT(dense.dk == e.g.dk);
+  RC_ASSERT(dense.dv == e.g.dv);
+  RC_ASSERT(dense.dgamma == e.g.dgamma);
 }
 
 }  // namespace

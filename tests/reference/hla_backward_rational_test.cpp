@@ -4,7 +4,9 @@
 // each at checkpoint C ∈ {1, 3, 64}, the duality
 //   ⟨do, ȯ⟩ + ⟨dden, ḋen⟩ = Σ_x ⟨∇_x L, δx⟩
 // holds exactly (residual 0) for a random rational tangent δ of q, k, v and γ, J·δ from the serial form
-// over Dual<rational>. Cotangents of the wrong shape, and a dden for a plain problem, are refused.
+// over Dual<rational>; the materialised forms' adjoints (second order unmasked and masked, AHLA) equal
+// the serial adjoints entry by entry. Cotangents of the wrong shape, and a dden for a plain problem, are
+// refused.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -53,6 +55,29 @@ TEST_P(HlaBackwardRational, AdjointIsTheTransposeOfTheDualJacobian) {
 INSTANTIATE_TEST_SUITE_P(Grid, HlaBackwardRational,
                          ::testing::Combine(::testing::ValuesIn(kHlaRecurrences), ::testing::Bool(), ::testing::Bool(),
                                             ::testing::Values<Eigen::Index>(1, 2, 5, 17)),
+                         param_name);
+
+class HlaDenseBackwardRational : public ::testing::TestWithParam<Param> {};
+
+TEST_P(HlaDenseBackwardRational, DenseAdjointEqualsSerialAdjoint) {
+  const HlaRecurrence r = std::get<0>(GetParam());
+  const HlaShape shape = shape_of(GetParam());
+  const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(shape.T) + 10 * static_cast<std::uint64_t>(r) +
+                             2 * shape.normalized + shape.decay;
+  const hla::Problem<rational> p = make_hla_rational_problem(shape, seed);
+  const hla::Cotangents<rational> cot = make_hla_cotangents(shape, seed + 2);
+  const hla::Gradients<rational> serial = hla_backward(r, p, cot, 3), dense = hla_materialized_backward(r, p, cot);
+  EXPECT_TRUE(dense.dq == serial.dq) << "dq";
+  EXPECT_TRUE(dense.dk == serial.dk) << "dk";
+  EXPECT_TRUE(dense.dv == serial.dv) << "dv";
+  EXPECT_TRUE(dense.dgamma == serial.dgamma) << "dgamma: dense " << dense.dgamma << ", serial " << serial.dgamma;
+}
+
+// The printed decay has no materialised form.
+INSTANTIATE_TEST_SUITE_P(Grid, HlaDenseBackwardRational,
+                         ::testing::Combine(::testing::Values(HlaRecurrence::second_unmasked, HlaRecurrence::second_masked,
+                                                              HlaRecurrence::ahla),
+                                            ::testing::Bool(), ::testing::Bool(), ::testing::Values<Eigen::Index>(1, 2, 5, 17)),
                          param_name);
 
 TEST(HlaBackwardRational, RefusesCotangentsOfTheWrongShape) {

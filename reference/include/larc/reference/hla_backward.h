@@ -8,7 +8,8 @@
 // parameter. Notation and the augmented values w_t = v_t or [v_t; 1] as in hla_common.h: every
 // summary that carries values carries its normaliser as the last column, and so do their adjoints.
 // The adjoints use + − × and, for the normalised read, ÷ by den_t + ε exactly where the forward
-// divides, so they are exact over rationals.
+// divides, so they are exact over rationals. second_materialized_backward and ahla_materialized_backward
+// are the adjoints of the materialised forms, computed independently through the T×T matrices.
 #pragma once
 
 #include <optional>
@@ -187,6 +188,81 @@ Gradients<S> ahla_backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::I
         g.dq.row(t) = dq.transpose();
         g.dk.row(t) = dk.transpose();
       });
+  return g;
+}
+
+// ---- the adjoints of the materialised forms (O(T²) memory: moderate T), a cross-check that shares no
+// recurrence with the serial adjoints -------------------------------------------------------------------
+
+namespace detail {
+
+// ∂L/∂raw for every row of raw (T × value_width), through raw_adjoint.
+template <class S>
+Mat<S> raw_rows_adjoint(const Problem<S>& p, const Mat<S>& raw, const Cotangents<S>& c) {
+  Mat<S> d_raw(raw.rows(), raw.cols());
+  for (Eigen::Index t = 0; t < raw.rows(); ++t) d_raw.row(t) = raw_adjoint(p.opt, Vec<S>(raw.row(t).transpose()), c, t).transpose();
+  return d_raw;
+}
+
+// dγ from ∂L/∂Γ: Γ_tj = γ^{t−j} (j ≤ t), so dγ = Σ_{j<t} dΓ_tj (t − j) γ^{t−j−1}.
+template <class S>
+S decay_matrix_adjoint(const Mat<S>& d_decay, const S& gamma) {
+  S dgamma(0);
+  for (Eigen::Index t = 0; t < d_decay.rows(); ++t)
+    for (Eigen::Index j = 0; j < t; ++j) dgamma += d_decay(t, j) * S(t - j) * power(gamma, t - j - 1);
+  return dgamma;
+}
+
+// The q, k gradients from ∂L/∂B, B = Q Kᵀ.
+template <class S>
+void add_score_adjoint(const Problem<S>& p, const Mat<S>& d_scores, Gradients<S>& g) {
+  g.dq += d_scores * p.k;
+  g.dk += d_scores.transpose() * p.q;
+}
+
+}  // namespace detail
+
+// The adjoint of second_materialized (unmasked or masked; the printed decay has no materialised form):
+// with B = Q Kᵀ, A_γ = Γ ⊙ B, B_m = L ⊙ B (masked) or B, N = A_γ B_mᵀ, M = N ⊙ Γ, raw = M W and dR = ∂L/∂raw:
+//   dW = Mᵀ dR,  dM = dR Wᵀ,  dN = dM ⊙ Γ,  dA_γ = dN B_m,  dB_m = dNᵀ A_γ,
+//   dB = Γ ⊙ dA_γ + (L ⊙) dB_m,  dQ = dB K,  dK = dBᵀ Q,  dΓ = dM ⊙ N + dA_γ ⊙ B → dγ.
+template <class S>
+Gradients<S> second_materialized_backward(const Problem<S>& p, SecondOrder variant, const Cotangents<S>& c) {
+  validate(p, "hla::second_materialized_backward");
+  detail::validate_cotangents(p, c, "hla::second_materialized_backward");
+  if (variant == SecondOrder::masked_as_printed)
+    throw std::invalid_argument("hla::second_materialized_backward: the printed decay has no masked-product form (SPEC §5)");
+  const bool masked = variant == SecondOrder::masked;
+  const Mat<S> w = values_of(p), scores = p.q * p.k.transpose(), decay = decay_matrix(p.T(), p.opt.gamma);
+  const Mat<S> a_gamma = decay.cwiseProduct(scores);
+  const Mat<S> second = masked ? lower(scores) : scores;
+  const Mat<S> n = a_gamma * second.transpose(), m = n.cwiseProduct(decay);
+  const Mat<S> d_raw = detail::raw_rows_adjoint(p, Mat<S>(m * w), c);
+  Gradients<S> g = detail::zero_gradients(p);
+  g.dv = (m.transpose() * d_raw).leftCols(p.dv());
+  const Mat<S> d_m = d_raw * w.transpose(), d_n = d_m.cwiseProduct(decay);
+  const Mat<S> d_a_gamma = d_n * second, d_second = d_n.transpose() * a_gamma;
+  detail::add_score_adjoint(p, Mat<S>(decay.cwiseProduct(d_a_gamma) + (masked ? lower(d_second) : d_second)), g);
+  g.dgamma = detail::decay_matrix_adjoint(Mat<S>(d_m.cwiseProduct(n) + d_a_gamma.cwiseProduct(scores)), p.opt.gamma);
+  return g;
+}
+
+// The adjoint of ahla_materialized: with B = Q Kᵀ, A_γ = Γ ⊙ B, P = A_γ A_γ, raw = (L ⊙ P) W:
+//   dW = (L ⊙ P)ᵀ dR,  dP = L ⊙ (dR Wᵀ),  dA_γ = dP A_γᵀ + A_γᵀ dP,  dB = Γ ⊙ dA_γ,  dΓ = dA_γ ⊙ B → dγ.
+template <class S>
+Gradients<S> ahla_materialized_backward(const Problem<S>& p, const Cotangents<S>& c) {
+  validate(p, "hla::ahla_materialized_backward");
+  detail::validate_cotangents(p, c, "hla::ahla_materialized_backward");
+  const Mat<S> w = values_of(p), scores = p.q * p.k.transpose(), decay = decay_matrix(p.T(), p.opt.gamma);
+  const Mat<S> a_gamma = decay.cwiseProduct(scores);
+  const Mat<S> m = lower(Mat<S>(a_gamma * a_gamma));
+  const Mat<S> d_raw = detail::raw_rows_adjoint(p, Mat<S>(m * w), c);
+  Gradients<S> g = detail::zero_gradients(p);
+  g.dv = (m.transpose() * d_raw).leftCols(p.dv());
+  const Mat<S> d_p = lower(Mat<S>(d_raw * w.transpose()));
+  const Mat<S> d_a_gamma = d_p * a_gamma.transpose() + a_gamma.transpose() * d_p;
+  detail::add_score_adjoint(p, Mat<S>(decay.cwiseProduct(d_a_gamma)), g);
+  g.dgamma = detail::decay_matrix_adjoint(Mat<S>(d_a_gamma.cwiseProduct(scores)), p.opt.gamma);
   return g;
 }
 
