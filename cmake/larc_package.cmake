@@ -1,12 +1,12 @@
 # larc as a CMake package: after `cmake --install`, `find_package(larc)` gives the libraries
-# larc::reference, larc::fixtures, larc::harness and, where CUDA built it, larc::gpu (README "larc as
+# larc::reference, larc::cases, larc::fixtures, larc::harness and, where CUDA built it, larc::gpu (README "larc as
 # a CMake package").
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(LARC_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/larc)
 set(larc_exported_targets)
-foreach(part reference fixtures harness gpu)
+foreach(part reference cases fixtures harness gpu)
   if(TARGET larc_${part})
     set_target_properties(larc_${part} PROPERTIES EXPORT_NAME ${part})
     if(NOT part STREQUAL "gpu")

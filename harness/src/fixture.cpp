@@ -151,7 +151,8 @@ PreparedCase parse_fixture(const fx::SafetensorsFile& f) {
     require_finite(o, oname);
     p.oracle.emplace(out.name, values_of(o, oname));
     const int axis = m->time_axis(out.name);
-    const std::int64_t slices = axis < 0 ? 1 : dims[static_cast<std::size_t>(axis)];
+    std::int64_t slices = axis < 0 ? 1 : dims[static_cast<std::size_t>(axis)];
+    for (int i = 0; axis < 0 && i < m->leading_slice_axes(out.name); ++i) slices *= dims[static_cast<std::size_t>(i)];
     const fx::TensorData& e = fx::require_tensor(f, ename, {fx::DType::F64}, {slices});
     require_finite(e, ename);
     p.oracle_error.emplace(out.name, e.to_doubles(ename));

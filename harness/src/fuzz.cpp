@@ -25,7 +25,7 @@ bool is_power_of_two(std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // A head dimension in [min, max]: from the subject's own list when it has one, else half the time a
 // power of two and half the time not (DESIGN.md "Randomized inputs": d not a power of two).
-std::int64_t draw_head_dim(detail::CaseRng& rng, std::int64_t min, std::int64_t max,
+std::int64_t draw_head_dim(detail::Rng& rng, std::int64_t min, std::int64_t max,
                            const std::vector<std::int64_t>& head_dims) {
   if (!head_dims.empty()) {
     std::vector<std::int64_t> fit;
@@ -44,7 +44,7 @@ std::int64_t draw_head_dim(detail::CaseRng& rng, std::int64_t min, std::int64_t 
 }
 
 // T: a quarter each T = 1, a multiple of the chunk, not a multiple of the chunk, log-uniform.
-std::int64_t draw_length(detail::CaseRng& rng, std::int64_t max_T) {
+std::int64_t draw_length(detail::Rng& rng, std::int64_t max_T) {
   const std::int64_t chunk = detail::kReferenceChunk;
   const std::int64_t chunks = max_T / chunk;
   switch (rng.bits() % 4) {
@@ -60,7 +60,8 @@ std::int64_t draw_length(detail::CaseRng& rng, std::int64_t max_T) {
   }
 }
 
-double draw_knob(detail::CaseRng& rng, const Knob& k) {
+double draw_knob(detail::Rng& rng, const Knob& k) {
+  if (k.regime && rng.bits() % 2 == 0) return k.default_value;  // edge regimes: the plain case half of the time
   if (k.integer) return k.lo + static_cast<double>(rng.bits() % static_cast<std::uint64_t>(k.hi - k.lo + 1));
   const double v = k.log_scale && k.lo > 0 ? rng.log_uniform(k.lo, k.hi) : rng.uniform(k.lo, k.hi);
   return std::clamp(v, k.lo, k.hi);
@@ -95,6 +96,15 @@ Campaign::Campaign(CampaignConfig config) : config_(std::move(config)) {
   }
   if (cells_.empty())
     throw std::invalid_argument("campaign: no registered subject matches --subject, --mechanism and --dtype together");
+  for (const auto& [name, value] : config_.knobs) {
+    bool any = false;
+    for (const CampaignCell& c : cells_)
+      for (const Knob& k : find_mechanism(c.subject->mechanism).knobs) any = any || k.name == name;
+    if (!any) throw std::invalid_argument("--knob: no selected mechanism has a knob named '" + name + "'");
+    for (const CampaignCell& c : cells_)  // a value outside a knob's range: refused naming it
+      if (find_mechanism(c.subject->mechanism).resolve_knobs({}).count(name))
+        find_mechanism(c.subject->mechanism).resolve_knobs({{name, value}});
+  }
   for (const CampaignCell& c : cells_) {  // the largest case a cell may draw must fit (kMaxTensorElements)
     const ShapeLimits& lim = c.subject->limits;
     find_mechanism(c.subject->mechanism)
@@ -108,7 +118,7 @@ std::int64_t Campaign::max_T_of(const CaseSpec& spec) const {
 }
 
 CaseSpec Campaign::case_at(std::uint64_t index) const {
-  detail::CaseRng rng(detail::mix_seed(config_.seed, index));
+  detail::Rng rng(detail::mix_seed(config_.seed, index));
   const CampaignCell& cell = cells_[rng.bits() % cells_.size()];
   const ShapeLimits& lim = cell.subject->limits;
   CaseSpec spec;
@@ -122,7 +132,10 @@ CaseSpec Campaign::case_at(std::uint64_t index) const {
   spec.shape.K = draw_head_dim(rng, lim.min_K, bound(config_.max_K, lim.max_K), lim.head_dims);
   spec.shape.V = draw_head_dim(rng, 1, bound(config_.max_V, lim.max_V), lim.head_dims);
   spec.seed = rng.bits();
-  for (const Knob& k : find_mechanism(spec.mechanism).knobs) spec.knobs[k.name] = draw_knob(rng, k);
+  for (const Knob& k : find_mechanism(spec.mechanism).knobs) {
+    spec.knobs[k.name] = draw_knob(rng, k);  // drawn even when held, so the other draws do not move
+    if (const auto held = config_.knobs.find(k.name); held != config_.knobs.end()) spec.knobs[k.name] = held->second;
+  }
   if (!cell.subject->takes_initial_state) spec.knobs.erase(kInitialStateKnob);
   spec.knobs = find_mechanism(spec.mechanism).resolve_knobs(spec.knobs);
   return spec;
@@ -281,7 +294,8 @@ struct Coordinate {
 std::vector<Coordinate> coordinates_of(const Campaign& campaign, const CaseSpec& spec) {
   std::vector<Coordinate> cs;
   for (const Knob& k : find_mechanism(spec.mechanism).knobs)
-    if (k.hi > k.lo && !k.integer) cs.push_back({k.name, k.lo, k.hi, k.log_scale && k.lo > 0});
+    if (k.hi > k.lo && !k.integer && !campaign.config().knobs.count(k.name))
+      cs.push_back({k.name, k.lo, k.hi, k.log_scale && k.lo > 0});
   const std::int64_t max_T = campaign.max_T_of(spec);
   if (max_T > 1) cs.push_back({"", 1, static_cast<double>(max_T), true});
   return cs;

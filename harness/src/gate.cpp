@@ -69,16 +69,24 @@ GatePlan plan_gate(const GateOptions& o) {
       KnobValues knobs;
       for (const Knob& k : m.knobs)
         if (o.knobs.count(k.name)) knobs[k.name] = o.knobs.at(k.name);
-      // The grid's knob sets: the given ones and, on the default grid of a mechanism with an initial
-      // state whose value was not given, the same with a random initial state (an explicit --shape
-      // runs exactly the cases it names: a reproduce command).
+      // The grid's knob sets: the given ones and, on the default grid, the same with a random initial
+      // state (a mechanism with one whose value was not given) and with each of the mechanism's edge
+      // regimes under the given knobs (an explicit --shape runs exactly the cases it names: a
+      // reproduce command).
       std::vector<KnobValues> knob_sets{m.resolve_knobs(knobs)};
-      for (const Knob& k : m.knobs)
-        if (k.name == kInitialStateKnob && !knobs.count(k.name) && o.shapes.empty()) {
-          KnobValues with_state = knobs;
-          with_state[k.name] = static_cast<double>(InitialState::random);
-          knob_sets.push_back(m.resolve_knobs(with_state));
+      if (o.shapes.empty()) {
+        for (const Knob& k : m.knobs)
+          if (k.name == kInitialStateKnob && !knobs.count(k.name)) {
+            KnobValues with_state = knobs;
+            with_state[k.name] = static_cast<double>(InitialState::random);
+            knob_sets.push_back(m.resolve_knobs(with_state));
+          }
+        for (KnobValues edge : m.edge_regimes) {
+          for (const auto& [name, value] : knobs) edge[name] = value;
+          const KnobValues resolved = m.resolve_knobs(edge);
+          if (std::find(knob_sets.begin(), knob_sets.end(), resolved) == knob_sets.end()) knob_sets.push_back(resolved);
         }
+      }
       for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64}) {
         for (const Shape& shape : shapes) {
           m.check_shape(shape);  // a size below 1 or past 32-bit offsets: refused before any work

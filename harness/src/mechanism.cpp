@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 #include "larc/reference/fenwick.h"
@@ -102,6 +103,11 @@ int Mechanism::time_axis(std::string_view output_name) const {
   return i == std::string::npos ? -1 : static_cast<int>(i);
 }
 
+int Mechanism::leading_slice_axes(std::string_view output_name) const {
+  const TensorSpec& spec = output(output_name);
+  return spec.gradient && time_axis(output_name) < 0 && spec.dims.rfind("BH", 0) == 0 ? 2 : 0;
+}
+
 KnobValues Mechanism::resolve_knobs(const KnobValues& given) const {
   KnobValues r;
   for (const Knob& k : knobs) r[k.name] = k.default_value;
@@ -149,7 +155,7 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
                                   spec.dims + "), got " + ref::shape_string(t.shape));
     }
     for (std::size_t i = 0; i < t.data.size(); ++i) {
-      if (!std::isfinite(t.data[i]))
+      if (!std::isfinite(t.data[i]) && !(spec.minus_infinity && t.data[i] == -std::numeric_limits<double>::infinity()))
         throw std::invalid_argument(name + ": input '" + spec.name + "' holds a non-finite value at flat index " +
                                     std::to_string(i));
       if (t.data[i] < spec.min || t.data[i] > spec.max)
@@ -191,6 +197,7 @@ const std::vector<Mechanism>& mechanisms() {
     detail::register_hla_mechanisms(out);
     detail::register_log_linear_mechanisms(out);
     detail::register_ccq_mechanisms(out);
+    detail::register_backward_mechanisms(out);
     return out;
   }();
   return all;

@@ -1,26 +1,8 @@
 #include "mechanism_support.h"
 
 #include <cmath>
-#include <numbers>
 
 namespace larc::harness::detail {
-
-std::uint64_t CaseRng::bits() {
-  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-double CaseRng::uniform() { return static_cast<double>(bits() >> 11) * 0x1.0p-53; }
-
-double CaseRng::normal() {
-  double u1 = uniform();
-  while (u1 <= 0) u1 = uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * uniform());
-}
-
-double CaseRng::log_uniform(double lo, double hi) { return std::exp(uniform(std::log(lo), std::log(hi))); }
 
 namespace {
 constexpr std::uint64_t kInitialStateStream = 0x50;  // mix_seed stream of the initial state
@@ -34,64 +16,113 @@ TensorSpec initial_state_spec() {
 void add_initial_state(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& knobs) {
   const InitialState choice = initial_state_of(knobs);
   if (choice == InitialState::none) return;
-  CaseRng rng(mix_seed(seed, kInitialStateStream));
+  Rng rng(mix_seed(seed, kInitialStateStream));
   in["initial_state"] = choice == InitialState::zero ? ref::Tensor<double>({s.B, s.H, s.K, s.V})
                                                      : normal_tensor(rng, {s.B, s.H, s.K, s.V}, 1.0);
 }
 
-std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream) {
-  CaseRng r(seed ^ (stream * 0xd1b54a32d192ed03ull));
-  r.bits();
-  return r.bits();
+Knob entries_knob() {
+  return {.name = kEntriesKnob, .lo = 0, .hi = 1, .default_value = 0,
+          .meaning = "q and v entries: 0 Gaussian, 1 heavy-tailed (t(3), unit variance)", .integer = true, .regime = true};
 }
 
-ref::Tensor<double> normal_tensor(CaseRng& rng, std::vector<std::int64_t> shape, double sigma) {
-  ref::Tensor<double> t(std::move(shape));
-  for (double& x : t.data) x = sigma * rng.normal();
-  return t;
+Knob key_set_knob() {
+  return {.name = kKeySetKnob, .lo = 0, .hi = cases::kKeySets - 1, .default_value = 0,
+          .meaning = "keys: 0 random, pulled together by collinearity; 1 orthonormal sets (K per head, repeated); "
+                     "2 heavy-tailed directions",
+          .integer = true, .regime = true};
 }
 
-ref::Tensor<double> uniform_tensor(CaseRng& rng, std::vector<std::int64_t> shape, double lo, double hi) {
-  ref::Tensor<double> t(std::move(shape));
-  for (double& x : t.data) x = rng.uniform(lo, hi);
-  return t;
+Knob hard_decay_knob() {
+  return {.name = kHardDecayKnob, .lo = 0, .hi = 0.5, .default_value = 0,
+          .meaning = "fraction of tokens with g = −∞ (forget everything before them)", .regime = true};
+}
+
+Knob zero_decay_knob() {
+  return {.name = kZeroDecayKnob, .lo = 0, .hi = 1, .default_value = 0,
+          .meaning = "fraction of tokens with g = 0 exactly (no decay)", .regime = true};
+}
+
+std::vector<KnobValues> edge_regimes(bool decays, const KnobValues& extra) {
+  KnobValues heavy_orthonormal{{kEntriesKnob, 1}, {kKeySetKnob, static_cast<double>(cases::KeySet::orthonormal)}};
+  KnobValues heavy_keys{{kKeySetKnob, static_cast<double>(cases::KeySet::heavy_tailed)}};
+  if (decays) {
+    heavy_orthonormal[kZeroDecayKnob] = 0.25;
+    heavy_keys[kHardDecayKnob] = 0.125;
+  }
+  heavy_keys.insert(extra.begin(), extra.end());
+  return {heavy_orthonormal, heavy_keys};
 }
 
 namespace {
-std::vector<double> random_unit(CaseRng& rng, std::int64_t d) {
-  std::vector<double> u(static_cast<std::size_t>(d));
-  double n2 = 0;
-  while (n2 == 0) {
-    n2 = 0;
-    for (double& x : u) {
-      x = rng.normal();
-      n2 += x * x;
-    }
-  }
-  for (double& x : u) x /= std::sqrt(n2);
-  return u;
+constexpr std::uint64_t kDecayRegimeStream = 0x51;  // mix_seed stream of the hard/zero decay tokens
+constexpr std::uint64_t kCotangentStream = 0x52;    // mix_seed stream of the cotangents do and dht
+enum class CotangentRegime { both = 0, output_only = 1, state_only = 2 };  // mix_seed stream of the hard/zero decay tokens
+
+double knob_or(const KnobValues& knobs, const char* name, double fallback) {
+  const auto it = knobs.find(name);
+  return it == knobs.end() ? fallback : it->second;
 }
 }  // namespace
 
-ref::Tensor<double> keys_tensor(CaseRng& rng, const Shape& s, double collinearity, double norm) {
-  ref::Tensor<double> k({s.B, s.T, s.H, s.K});
-  for (std::int64_t b = 0; b < s.B; ++b) {
-    for (std::int64_t h = 0; h < s.H; ++h) {
-      const std::vector<double> u = random_unit(rng, s.K);
-      for (std::int64_t t = 0; t < s.T; ++t) {
-        std::vector<double> z = random_unit(rng, s.K);
-        double n2 = 0;
-        for (std::int64_t d = 0; d < s.K; ++d) {
-          z[d] = (1 - collinearity) * z[d] + collinearity * u[d];
-          n2 += z[d] * z[d];
-        }
-        if (n2 == 0) z = u, n2 = 1;  // z = −u at c = 1/2: measure zero, never divide by it
-        for (std::int64_t d = 0; d < s.K; ++d)
-          k.data[((b * s.T + t) * s.H + h) * s.K + d] = norm * z[d] / std::sqrt(n2);
-      }
-    }
-  }
-  return k;
+ref::Tensor<double> entries_in(Rng& rng, std::vector<std::int64_t> shape, double sigma, const KnobValues& knobs) {
+  return cases::entries_tensor(rng, std::move(shape), sigma,
+                               static_cast<cases::Entries>(static_cast<int>(knob_or(knobs, kEntriesKnob, 0))));
+}
+
+ref::Tensor<double> keys_in(Rng& rng, const Shape& s, const KnobValues& knobs, double norm) {
+  return cases::keys_tensor(rng, s.B, s.T, s.H, s.K, static_cast<cases::KeySet>(static_cast<int>(knob_or(knobs, kKeySetKnob, 0))),
+                            knob_or(knobs, "collinearity", 0), norm);
+}
+
+void add_qkv(ValueMap& in, Rng& rng, const Shape& s, const KnobValues& knobs, double key_norm) {
+  in["q"] = entries_in(rng, {s.B, s.T, s.H, s.K}, 1.0, knobs);
+  in["k"] = keys_in(rng, s, knobs, key_norm);
+  in["v"] = entries_in(rng, {s.B, s.T, s.H, s.V}, 1.0, knobs);
+}
+
+ref::Tensor<double> plain_directions(Rng& rng, const Shape& s, double norm) {
+  return cases::keys_tensor(rng, s.B, s.T, s.H, s.K, cases::KeySet::collinear, 0, norm);
+}
+
+ref::Tensor<double> log_decays_in(Rng& rng, std::vector<std::int64_t> shape, double decay_max, std::uint64_t seed,
+                                  const KnobValues& knobs) {
+  ref::Tensor<double> g = uniform_tensor(rng, std::move(shape), -decay_max, 0.0);
+  Rng regimes(mix_seed(seed, kDecayRegimeStream));
+  cases::apply_decay_regimes(regimes, g, knob_or(knobs, kHardDecayKnob, 0), knob_or(knobs, kZeroDecayKnob, 0));
+  return g;
+}
+
+Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> gradients) {
+  Mechanism m;
+  m.name = forward.name + "-backward";
+  m.description = "gradients of " + forward.name + " for L = Σ⟨do, o⟩ + ⟨dht, final_state⟩ (the reverse-mode adjoint)";
+  m.inputs = forward.inputs;
+  m.inputs.push_back({"do", forward.output("o").dims, "cotangent of o"});
+  m.inputs.push_back({.name = "dht", .dims = "BHKV", .meaning = "cotangent of the final state (zero when absent)",
+                      .always_fp32 = true, .optional = true});
+  for (TensorSpec& g : gradients) g.gradient = true;
+  m.outputs = std::move(gradients);
+  m.knobs = forward.knobs;
+  m.knobs.push_back({.name = "cotangents", .lo = 0, .hi = 2, .default_value = 0,
+                     .meaning = "0 do and dht at matched magnitudes, 1 do only, 2 dht only", .integer = true});
+  m.edge_regimes = forward.edge_regimes;
+  m.parameters = forward.parameters;
+  m.parameters["forward"] = forward.name;
+  m.parameters["loss"] = "sum(do * o) + sum(dht * final_state)";
+  m.forms = {ref::Form::serial};
+  m.generate = [generate_forward = forward.generate](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    ValueMap in = generate_forward(s, seed, kn);
+    const auto regime = static_cast<CotangentRegime>(static_cast<int>(kn.at("cotangents")));
+    Rng rng(mix_seed(seed, kCotangentStream));
+    // Matched magnitudes: ‖dht‖ ≈ ‖do‖ per (sequence, head), T·V entries of do against K·V of dht.
+    in["do"] = regime == CotangentRegime::state_only ? ref::Tensor<double>({s.B, s.T, s.H, s.V})
+                                                     : normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    if (regime != CotangentRegime::output_only)
+      in["dht"] = normal_tensor(rng, {s.B, s.H, s.K, s.V}, std::sqrt(static_cast<double>(s.T) / static_cast<double>(s.K)));
+    return in;
+  };
+  return m;
 }
 
 }  // namespace larc::harness::detail

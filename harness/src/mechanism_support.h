@@ -1,5 +1,5 @@
-// Pieces every mechanism's registration uses (internal to harness/): the case RNG, the input
-// generators for FLA-layout tensors, and the conversion of float64 tensors to and from a rung of
+// Pieces every mechanism's registration uses (internal to harness/): the case vocabulary's regimes as
+// knobs (cases/), and the conversion of float64 tensors to and from a rung of
 // the precision ladder.
 #pragma once
 
@@ -7,33 +7,53 @@
 #include <optional>
 #include <utility>
 
+#include "larc/cases/fla_tensors.h"
+#include "larc/cases/rng.h"
 #include "larc/harness/mechanism.h"
 #include "larc/reference/scalar.h"
 
 namespace larc::harness::detail {
 
-// splitmix64 over a counter: portable and seekable, so a case's inputs depend only on its seed.
-class CaseRng {
- public:
-  explicit CaseRng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t bits();
-  double uniform();                         // [0, 1)
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  double normal();                          // Box–Muller, one value per call
-  double log_uniform(double lo, double hi);  // lo, hi > 0
+using cases::mix_seed;
+using cases::normal_tensor;
+using cases::Rng;
+using cases::uniform_tensor;
 
- private:
-  std::uint64_t state_;
-};
+// The edge regimes as knobs (DESIGN.md "Randomized inputs"), each at its plain value by default and
+// marked `regime`, so the fuzzer draws the plain value half of the time:
+//   entries              0 Gaussian q and v, 1 heavy-tailed (t(3), unit variance)
+//   key_set              0 random keys pulled together by `collinearity`, 1 orthonormal sets,
+//                        2 heavy-tailed directions
+//   hard_decay_fraction  the fraction of tokens with g = −∞ (the token forgets everything before it)
+//   zero_decay_fraction  the fraction of tokens with g = 0 exactly (no decay)
+inline constexpr const char* kEntriesKnob = "entries";
+inline constexpr const char* kKeySetKnob = "key_set";
+inline constexpr const char* kHardDecayKnob = "hard_decay_fraction";
+inline constexpr const char* kZeroDecayKnob = "zero_decay_fraction";
+Knob entries_knob();
+Knob key_set_knob();
+Knob hard_decay_knob();
+Knob zero_decay_knob();
 
-// Mixes a seed with a stream id (so q, k, v, ... and cases drawn from one base seed are independent).
-std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream);
+// The default grid's edge regimes (Mechanism::edge_regimes) of a mechanism with the entries and
+// key_set knobs: heavy-tailed entries with orthonormal keys; heavy-tailed keys. With `decays` (it also
+// has the hard- and zero-decay knobs) the first adds g = 0 exactly on a quarter of the tokens and the
+// second g = −∞ on an eighth. `extra` is merged into the second (e.g. β up to 2).
+std::vector<KnobValues> edge_regimes(bool decays, const KnobValues& extra = {});
 
-ref::Tensor<double> normal_tensor(CaseRng& rng, std::vector<std::int64_t> shape, double sigma);
-ref::Tensor<double> uniform_tensor(CaseRng& rng, std::vector<std::int64_t> shape, double lo, double hi);
-// Keys [B,T,H,K]: per (b, h) a shared unit direction u; each key is norm · unit((1 − c) z + c u)
-// with z a random unit vector and c = collinearity ∈ [0, 1) (near 1: near-collinear keys).
-ref::Tensor<double> keys_tensor(CaseRng& rng, const Shape& s, double collinearity, double norm);
+// Entries of q or v with the case's `entries` knob (Gaussian when the mechanism has none).
+ref::Tensor<double> entries_in(Rng& rng, std::vector<std::int64_t> shape, double sigma, const KnobValues& knobs);
+// Keys [B,T,H,K] of norm `norm` with the case's key_set and collinearity knobs (collinear with
+// collinearity 0 when the mechanism has neither).
+ref::Tensor<double> keys_in(Rng& rng, const Shape& s, const KnobValues& knobs, double norm);
+// q [B,T,H,K] and v [B,T,H,V] with the case's entries, and k of norm `key_norm` with its key set.
+void add_qkv(ValueMap& in, Rng& rng, const Shape& s, const KnobValues& knobs, double key_norm);
+// Keys of norm `norm` with no structure: the plain draw for queries that must be directions.
+ref::Tensor<double> plain_directions(Rng& rng, const Shape& s, double norm);
+// Log-decays U(−decay_max, 0) of the given shape, then the case's hard- and zero-decay fractions,
+// drawn from a stream of their own (so every other input is the same with or without them).
+ref::Tensor<double> log_decays_in(Rng& rng, std::vector<std::int64_t> shape, double decay_max, std::uint64_t seed,
+                                  const KnobValues& knobs);
 
 // The optional initial state of a mechanism whose state is a matrix (FLA's initial_state [B,H,K,V],
 // float32): its input spec, the tensor its knob asks for (none, zeros or N(0, 1) entries, drawn from a
@@ -92,6 +112,37 @@ void set_compute(Mechanism& m, Outputs outputs) {
   };
 }
 
+// The gradient twin of a forward mechanism whose outputs are o [B,T,H,V] and final_state [B,H,K,V]
+// (docs/gate.md "Gradient cases"): named "<forward>-backward", its inputs are the forward's plus the
+// cotangents do (o's dims and dtype) and dht ([B,H,K,V], float32, optional), drawn by the
+// `cotangents` knob (0 both at matched magnitudes, 1 do only, 2 dht only); its outputs are
+// `gradients` (each marked as a gradient), computed by gradients_at.template operator()<S>(inputs)
+// at each rung of the ladder. Its one form is the serial adjoint; it has no io baseline.
+template <class GradientsAt>
+Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at);
+Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> gradients);
+
+// The cotangents of a gradient case in scalar S: do, and dht when the case has one.
+template <class S>
+ref::Tensor<S> output_cotangent_in(const ValueMap& in) {
+  return cast_tensor<S>(in.at("do"));
+}
+template <class S>
+std::optional<ref::Tensor<S>> state_cotangent_in(const ValueMap& in) {
+  const auto it = in.find("dht");
+  if (it == in.end()) return std::nullopt;
+  return cast_tensor<S>(it->second);
+}
+
+template <class GradientsAt>
+Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at) {
+  Mechanism m = gradient_twin_shell(forward, std::move(gradients));
+  m.compute = [gradients_at](const ValueMap& in, Precision p, ref::Form, std::int64_t) {
+    return at_precision(p, [&]<class S>() { return gradients_at.template operator()<S>(in); });
+  };
+  return m;
+}
+
 // Registration functions, one per reference family; mechanisms() calls each once.
 void register_delta_rule_mechanisms(std::vector<Mechanism>& out);
 void register_linear_attention_mechanisms(std::vector<Mechanism>& out);
@@ -100,5 +151,7 @@ void register_vla_mechanisms(std::vector<Mechanism>& out);
 void register_hla_mechanisms(std::vector<Mechanism>& out);
 void register_log_linear_mechanisms(std::vector<Mechanism>& out);
 void register_ccq_mechanisms(std::vector<Mechanism>& out);  // after gla and gdn: CCQ takes their inputs
+// After the forward mechanisms: each gradient twin starts from its forward mechanism.
+void register_backward_mechanisms(std::vector<Mechanism>& out);
 
 }  // namespace larc::harness::detail

@@ -52,7 +52,7 @@ ConditionedQueries<S> conditioned_queries(const ref::Tensor<S>& q, const ref::Te
 }
 
 // λ [B,T,H]: σ(w_hᵀ q_t + bias) with one w_h ~ N(0, gain²/K) per head, shared by the batch.
-ref::Tensor<double> read_gates(CaseRng& rng, const ref::Tensor<double>& q, double gain, double bias) {
+ref::Tensor<double> read_gates(Rng& rng, const ref::Tensor<double>& q, double gain, double bias) {
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
   const ref::Tensor<double> w = normal_tensor(rng, {H, K}, gain / std::sqrt(static_cast<double>(K)));
   ref::Tensor<double> lambda({B, T, H});
@@ -92,6 +92,7 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
     if (k.name != kInitialStateKnob) m.knobs.push_back(k);
   m.knobs.push_back({"lambda_gain", 0, 4, 1, false, "per-head w ~ N(0, gain²/K) in λ_t = σ(wᵀq_t + b)"});
   m.knobs.push_back({"lambda_bias", -6, 6, 0, false, "b in λ_t = σ(wᵀq_t + b)"});
+  m.edge_regimes = backbone.edge_regimes;
   m.parameters = backbone.parameters;
   m.parameters.erase("fla_function");  // FLA has no CCQ
   m.parameters["backbone"] = backbone.name;
@@ -100,7 +101,7 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
   m.forms = std::move(forms);
   m.generate = [generate_backbone = backbone.generate](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     ValueMap in = generate_backbone(s, seed, kn);
-    CaseRng rng(mix_seed(seed, kReadGateStream));
+    Rng rng(mix_seed(seed, kReadGateStream));
     in["lambda"] = read_gates(rng, in.at("q"), kn.at("lambda_gain"), kn.at("lambda_bias"));
     return in;
   };

@@ -30,9 +30,23 @@ ValueMap outputs_of(const dr::BatchedResult<S>& r) {
   return {{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
 }
 
-ref::Tensor<double> gates_in(CaseRng& rng, const Shape& s, double lo, double hi) {
+ref::Tensor<double> gates_in(Rng& rng, const Shape& s, double lo, double hi) {
   return uniform_tensor(rng, {s.B, s.T, s.H}, std::min(lo, hi), std::max(lo, hi));
 }
+
+// β ∈ [0, 2]: above 1 the transition I − β k kᵀ has a negative eigenvalue (FLA's allow_neg_eigval).
+TensorSpec beta_spec() {
+  return {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 2]", .min = 0, .max = 2};
+}
+const KnobValues kBetaUpToTwo{{"beta_lo", 1}, {"beta_hi", 2}};
+std::vector<Knob> beta_knobs() {
+  return {{"beta_lo", 0, 2, 0.05, false, "β ~ U(beta_lo, beta_hi)"}, {"beta_hi", 0, 2, 1, false, "β ~ U(beta_lo, beta_hi)"}};
+}
+TensorSpec log_decay_spec() {
+  return {.name = "g", .dims = "BTH", .meaning = "log-decays g ≤ 0 (−∞: forget everything)", .max = 0,
+          .minus_infinity = true};
+}
+
 
 Mechanism gdn() {
   Mechanism m;
@@ -41,22 +55,22 @@ Mechanism gdn() {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys (unit norm)"},
               {"v", "BTHV", "values"},
-              {.name = "g", .dims = "BTH", .meaning = "log-decays g ≤ 0", .max = 0},
-              {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1},
+              log_decay_spec(),
+              beta_spec(),
               initial_state_spec()};
   m.outputs = kOutputs;
-  m.knobs = {collinearity_knob(), decay_knob(),
-             {"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"},
-             {"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"}, initial_state_knob()};
+  m.knobs = {collinearity_knob(), decay_knob()};
+  for (const Knob& k : beta_knobs()) m.knobs.push_back(k);
+  for (const Knob& k : {initial_state_knob(), entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()})
+    m.knobs.push_back(k);
+  m.edge_regimes = edge_regimes(true, kBetaUpToTwo);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_gated_delta_rule"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-    CaseRng rng(seed);
+    Rng rng(seed);
     ValueMap in;
-    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
-    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), 1.0);
-    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
-    in["g"] = gates_in(rng, s, -kn.at("decay_max"), 0.0);
+    add_qkv(in, rng, s, kn, 1.0);
+    in["g"] = log_decays_in(rng, {s.B, s.T, s.H}, kn.at("decay_max"), seed, kn);
     in["beta"] = gates_in(rng, s, kn.at("beta_lo"), kn.at("beta_hi"));
     add_initial_state(in, s, seed, kn);
     return in;
@@ -76,20 +90,19 @@ Mechanism deltanet() {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys (unit norm)"},
               {"v", "BTHV", "values"},
-              {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1},
+              beta_spec(),
               initial_state_spec()};
   m.outputs = kOutputs;
-  m.knobs = {collinearity_knob(),
-             {"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"},
-             {"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"}, initial_state_knob()};
+  m.knobs = {collinearity_knob()};
+  for (const Knob& k : beta_knobs()) m.knobs.push_back(k);
+  for (const Knob& k : {initial_state_knob(), entries_knob(), key_set_knob()}) m.knobs.push_back(k);
+  m.edge_regimes = edge_regimes(false, kBetaUpToTwo);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_delta_rule"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-    CaseRng rng(seed);
+    Rng rng(seed);
     ValueMap in;
-    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
-    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), 1.0);
-    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    add_qkv(in, rng, s, kn, 1.0);
     in["beta"] = gates_in(rng, s, kn.at("beta_lo"), kn.at("beta_hi"));
     add_initial_state(in, s, seed, kn);
     return in;
@@ -109,23 +122,23 @@ Mechanism kla() {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys (any norm)"},
               {"v", "BTHV", "values"},
-              {.name = "g", .dims = "BTH", .meaning = "log-decays g ≤ 0", .max = 0},
+              log_decay_spec(),
               {.name = "eta", .dims = "BTH", .meaning = "relaxation gates η ∈ (0, 1]", .min = 0, .max = 1},
               initial_state_spec()};
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(), decay_knob(),
-             {"key_norm", 1e-2, 1e2, 1, true, "‖k_t‖"},
+             {"key_norm", 1e-4, 1e3, 1, true, "‖k_t‖"},
              {"eta_lo", 1e-3, 1, 0.05, false, "η ~ U(eta_lo, eta_hi)"},
-             {"eta_hi", 1e-3, 1, 1, false, "η ~ U(eta_lo, eta_hi)"}, initial_state_knob()};
+             {"eta_hi", 1e-3, 1, 1, false, "η ~ U(eta_lo, eta_hi)"}, initial_state_knob(),
+             entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()};
+  m.edge_regimes = edge_regimes(true);
   m.parameters = {{"scale", "K^-1/2"}, {"eps", kKlaEps}, {"initial_state", "the initial_state knob: none, zero or random"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-    CaseRng rng(seed);
+    Rng rng(seed);
     ValueMap in;
-    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
-    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
-    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
-    in["g"] = gates_in(rng, s, -kn.at("decay_max"), 0.0);
+    add_qkv(in, rng, s, kn, kn.at("key_norm"));
+    in["g"] = log_decays_in(rng, {s.B, s.T, s.H}, kn.at("decay_max"), seed, kn);
     in["eta"] = gates_in(rng, s, kn.at("eta_lo"), kn.at("eta_hi"));
     add_initial_state(in, s, seed, kn);
     return in;

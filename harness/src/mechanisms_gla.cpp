@@ -13,21 +13,22 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
   m.inputs = {{"q", "BTHK", "queries"},
               {"k", "BTHK", "keys"},
               {"v", "BTHV", "values"},
-              {.name = "gk", .dims = "BTHK", .meaning = "per-channel log-decays ≤ 0", .max = 0},
+              {.name = "gk", .dims = "BTHK", .meaning = "per-channel log-decays ≤ 0 (−∞: forget the channel)", .max = 0,
+               .minus_infinity = true},
               initial_state_spec()};
   m.outputs = {{"o", "BTHV", "outputs", false}, {"final_state", "BHKV", "state after the last token", true}};
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖"},
-             {"decay_max", 1e-3, 20, 1, true, "log-decays gk ~ U(−decay_max, 0)"}, initial_state_knob()};
+             {"decay_max", 1e-3, 20, 1, true, "log-decays gk ~ U(−decay_max, 0)"}, initial_state_knob(),
+             entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()};
+  m.edge_regimes = edge_regimes(true);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_gla"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-    CaseRng rng(seed);
+    Rng rng(seed);
     ValueMap in;
-    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
-    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
-    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
-    in["gk"] = uniform_tensor(rng, {s.B, s.T, s.H, s.K}, -kn.at("decay_max"), 0.0);
+    add_qkv(in, rng, s, kn, kn.at("key_norm"));
+    in["gk"] = log_decays_in(rng, {s.B, s.T, s.H, s.K}, kn.at("decay_max"), seed, kn);
     add_initial_state(in, s, seed, kn);
     return in;
   };

@@ -72,15 +72,16 @@ Mechanism hla_mechanism(Variant variant) {
   m.inputs = {{"q", "BTHK", "queries"}, {"k", "BTHK", "keys"}, {"v", "BTHV", "values"}};
   m.outputs = {{"o", "BTHV", "outputs", false}};
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
-             {"key_norm", 0.1, 10, 1, true, "‖k_t‖ in units of K^{-1/4}"}};
+             {"key_norm", 0.1, 10, 1, true, "‖k_t‖ in units of K^{-1/4}"}, entries_knob(), key_set_knob()};
+  m.edge_regimes = edge_regimes(false);
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
   m.generate = [normalized](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-    CaseRng rng(seed);
+    Rng rng(seed);
     const double unit = std::pow(static_cast<double>(s.K), -0.25);
     ValueMap in;
-    in["q"] = keys_tensor(rng, s, 0.0, unit);
-    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), unit * kn.at("key_norm"));
-    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    in["q"] = plain_directions(rng, s, unit);
+    in["k"] = keys_in(rng, s, kn, unit * kn.at("key_norm"));
+    in["v"] = entries_in(rng, {s.B, s.T, s.H, s.V}, 1.0, kn);
     if (normalized) {
       in["q"] = absolute(std::move(in["q"]));
       in["k"] = absolute(std::move(in["k"]));

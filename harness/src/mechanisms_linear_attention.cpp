@@ -28,15 +28,16 @@ Mechanism linear_attention(bool ratio) {
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖"}};
   if (!ratio) m.knobs.push_back(initial_state_knob());
+  m.knobs.push_back(entries_knob());
+  m.knobs.push_back(key_set_knob());
+  m.edge_regimes = edge_regimes(false);
   m.parameters = ratio ? nlohmann::json{{"feature_map", "elu+1"}, {"eps", kRatioEps}}
                        : nlohmann::json{{"feature_map", "identity"}, {"scale", "K^-1/2"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-    CaseRng rng(seed);
+    Rng rng(seed);
     ValueMap in;
-    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
-    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
-    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    add_qkv(in, rng, s, kn, kn.at("key_norm"));
     add_initial_state(in, s, seed, kn);
     return in;
   };

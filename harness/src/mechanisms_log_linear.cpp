@@ -28,7 +28,8 @@ Mechanism log_linear(ll::Variant variant) {
   m.inputs = {{"q", qk, gdn ? "queries" : "queries, one head shared by all"},
               {"k", qk, gdn ? "keys (unit norm)" : "keys, one head shared by all"},
               {"v", "BTHV", "values"},
-              {.name = "g", .dims = "BTH", .meaning = "log-decays ≤ 0", .max = 0},
+              {.name = "g", .dims = "BTH", .meaning = "log-decays ≤ 0 (−∞: forget everything)", .max = 0,
+               .minus_infinity = true},
               {"level_scales", "BTHL", "λ_t^(ℓ) per token and level ℓ = 0..⌈log2 T⌉"}};
   if (gdn) m.inputs.push_back({.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 1]", .min = 0, .max = 1});
   m.outputs = {{"o", "BTHV", "outputs", false}};
@@ -40,18 +41,20 @@ Mechanism log_linear(ll::Variant variant) {
     m.knobs.push_back({"beta_lo", 0, 1, 0.05, false, "β ~ U(beta_lo, beta_hi)"});
     m.knobs.push_back({"beta_hi", 0, 1, 1, false, "β ~ U(beta_lo, beta_hi)"});
   }
+  for (const Knob& k : {entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()}) m.knobs.push_back(k);
+  m.edge_regimes = edge_regimes(true);
   m.parameters = gdn ? nlohmann::json{{"variant", "gdn"}, {"scale", 1}}
                      : nlohmann::json{{"variant", "mamba2"}, {"scale", 1}, {"fla_function", "chunk_log_linear_attn"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
   m.generate = [gdn](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-    CaseRng rng(seed);
+    Rng rng(seed);
     Shape qk_shape = s;
     if (!gdn) qk_shape.H = 1;
     ValueMap in;
-    in["q"] = keys_tensor(rng, qk_shape, 0.0, 1.0);
-    in["k"] = keys_tensor(rng, qk_shape, kn.at("collinearity"), gdn ? 1.0 : kn.at("key_norm"));
-    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
-    in["g"] = uniform_tensor(rng, {s.B, s.T, s.H}, -kn.at("decay_max"), 0.0);
+    in["q"] = plain_directions(rng, qk_shape, 1.0);
+    in["k"] = keys_in(rng, qk_shape, kn, gdn ? 1.0 : kn.at("key_norm"));
+    in["v"] = entries_in(rng, {s.B, s.T, s.H, s.V}, 1.0, kn);
+    in["g"] = log_decays_in(rng, {s.B, s.T, s.H}, kn.at("decay_max"), seed, kn);
     in["level_scales"] = uniform_tensor(rng, dims_of("BTHL", s), 0.0, kn.at("level_scale_max"));
     if (gdn)
       in["beta"] = uniform_tensor(rng, {s.B, s.T, s.H}, std::min(kn.at("beta_lo"), kn.at("beta_hi")),

@@ -15,16 +15,15 @@ void register_vla_mechanisms(std::vector<Mechanism>& out) {
   m.inputs = {{"q", "BTHK", "queries"}, {"k", "BTHK", "raw keys"}, {"v", "BTHV", "values"}};
   m.outputs = {{"o", "BTHV", "outputs", false}, {"final_state", "BHKV", "memory Sᵀ after the last token", true}};
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
-             {"key_norm", 0.1, 10, 1, true, "‖k_t‖"}};
+             {"key_norm", 0.1, 10, 1, true, "‖k_t‖"}, entries_knob(), key_set_knob()};
+  m.edge_regimes = edge_regimes(false);
   m.parameters = {{"lambda0", 1}, {"stab_eps", 1e-4}, {"feature_map", "elu+1"}, {"read", "ratio"},
                   {"penalty_directions", "norm(k)/sqrt(K)"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
-    CaseRng rng(seed);
+    Rng rng(seed);
     ValueMap in;
-    in["q"] = normal_tensor(rng, {s.B, s.T, s.H, s.K}, 1.0);
-    in["k"] = keys_tensor(rng, s, kn.at("collinearity"), kn.at("key_norm"));
-    in["v"] = normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    add_qkv(in, rng, s, kn, kn.at("key_norm"));
     return in;
   };
   // The outputs in scalar S, in `form`, with the chunked form's operands rounded to `operands`

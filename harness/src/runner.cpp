@@ -33,7 +33,7 @@ std::map<std::string, std::vector<double>> estimate_against(const Mechanism& m, 
     const ref::Tensor<double>& s = second.at(name);
     for (std::size_t i = 0; i < diff.data.size(); ++i)
       diff.data[i] = std::fabs(o.data[i] - s.data[i]) + u64 * std::fabs(o.data[i]);
-    est[name] = slice_norms(diff, m.time_axis(name));
+    est[name] = slice_norms(diff, m.time_axis(name), m.leading_slice_axes(name));
   }
   return est;
 }
@@ -77,6 +77,8 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       out.name = spec.name;
       out.dtype = tensor_dtype(spec, p.spec.dtype);
       out.time_axis = m.time_axis(spec.name);
+      out.leading_axes = m.leading_slice_axes(spec.name);
+      out.gradient = spec.gradient;
       out.subject = &v->second;
       const auto u = unwritten.find(spec.name);
       out.unwritten = u == unwritten.end() ? nullptr : &u->second;

@@ -17,9 +17,14 @@ struct SliceLayout {
   std::int64_t slice_of(std::size_t flat) const { return count == 1 ? 0 : static_cast<std::int64_t>(flat / inner) % count; }
 };
 
-SliceLayout layout_of(const std::vector<std::int64_t>& shape, int time_axis) {
+SliceLayout layout_of(const std::vector<std::int64_t>& shape, int time_axis, int leading_axes) {
   SliceLayout l;
-  if (time_axis < 0) return l;
+  if (time_axis < 0) {  // one slice per coordinate of the leading axes: flat / inner
+    if (leading_axes > static_cast<int>(shape.size())) throw std::invalid_argument("leading slice axes beyond the tensor's rank");
+    for (int i = 0; i < leading_axes; ++i) l.count *= shape[i];
+    for (std::size_t i = leading_axes; i < shape.size(); ++i) l.inner *= shape[i];
+    return l;
+  }
   if (time_axis >= static_cast<int>(shape.size())) throw std::invalid_argument("time axis beyond the tensor's rank");
   l.count = shape[time_axis];
   for (std::size_t i = time_axis + 1; i < shape.size(); ++i) l.inner *= shape[i];
@@ -74,8 +79,8 @@ std::vector<std::int64_t> coordinate_of(const std::vector<std::int64_t>& shape, 
   return c;
 }
 
-std::vector<double> slice_norms(const ref::Tensor<double>& x, int time_axis) {
-  const SliceLayout l = layout_of(x.shape, time_axis);
+std::vector<double> slice_norms(const ref::Tensor<double>& x, int time_axis, int leading_axes) {
+  const SliceLayout l = layout_of(x.shape, time_axis, leading_axes);
   std::vector<double> sq(static_cast<std::size_t>(l.count), 0.0);
   for (std::size_t i = 0; i < x.data.size(); ++i) sq[l.slice_of(i)] += x.data[i] * x.data[i];
   for (double& s : sq) s = std::sqrt(s);
@@ -99,7 +104,7 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
   Judgement j;
   j.output = out.name;
   j.dtype = out.dtype;
-  const SliceLayout l = layout_of(O.shape, out.time_axis);
+  const SliceLayout l = layout_of(O.shape, out.time_axis, out.leading_axes);
   const auto n_slices = static_cast<std::size_t>(l.count);
   if (!out.oracle_error.empty() && out.oracle_error.size() != n_slices)
     throw std::invalid_argument(out.name + ": oracle error estimate has " + std::to_string(out.oracle_error.size()) +
@@ -167,19 +172,23 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
   j.slice_error = ey;
   j.slice_floor.resize(n_slices);
   for (std::size_t t = 0; t < n_slices; ++t) j.slice_floor[t] = u * eo[t];
-  const auto W = static_cast<std::size_t>(std::max<std::int64_t>(1, cfg.window));
+  // Slices without a time axis are judged each on its own: a window of one.
+  const auto W = out.time_axis < 0 ? std::size_t{1} : static_cast<std::size_t>(std::max<std::int64_t>(1, cfg.window));
+  const double k = out.gradient ? cfg.k_gradient : cfg.k;
   j.oracle_margin = std::numeric_limits<double>::infinity();
   j.slice_tolerance.resize(n_slices);
   double worst_timestep_ratio = 0;
   for (std::size_t t = 0; t < n_slices; ++t) {
-    const std::size_t w0 = t + 1 >= W ? t + 1 - W : 0;
+    // The window of t: the W slices ending at t, or for gradients the W starting at t.
+    const std::size_t w0 = out.gradient ? t : (t + 1 >= W ? t + 1 - W : 0);
+    const std::size_t w1 = out.gradient ? std::min(n_slices - 1, t + W - 1) : t;
     double wy = 0, wz = 0, wf = 0, window_baseline_max = 0;
-    for (std::size_t s = w0; s <= t; ++s) {
+    for (std::size_t s = w0; s <= w1; ++s) {
       wy += ey[s] * ey[s], wz += ez[s] * ez[s], wf += (u * eo[s]) * (u * eo[s]);
       window_baseline_max = std::max(window_baseline_max, ez[s]);
     }
     // (3) per timestep
-    const double tol_t = cfg.k * window_baseline_max + u * eo[t];
+    const double tol_t = k * window_baseline_max + u * eo[t];
     j.slice_tolerance[t] = tol_t;
     const double ratio_t = ey[t] == 0 ? 0 : ey[t] / tol_t;
     if (ratio_t > worst_timestep_ratio || j.worst_timestep < 0) {
@@ -188,19 +197,20 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     }
     j.worst_ratio = std::max(j.worst_ratio, ratio_t);
     if (ey[t] > tol_t)
-      note(++j.timestep_violations, (out.time_axis < 0 ? std::string("whole tensor") : "timestep " + std::to_string(t)) +
-                                        ": error " + num(ey[t]) + " > tolerance " + num(tol_t) + " (" + num(cfg.k) +
+      note(++j.timestep_violations, (out.time_axis >= 0 ? "timestep " + std::to_string(t)
+                                   : n_slices > 1 ? "slice " + std::to_string(t) : std::string("whole tensor")) +
+                                        ": error " + num(ey[t]) + " > tolerance " + num(tol_t) + " (" + num(k) +
                                         " × baseline " + num(window_baseline_max) + " + floor " +
                                         num(u * eo[t]) + "), relative " + num(eo[t] > 0 ? ey[t] / eo[t] : ey[t]));
-    // (4) trailing window ending at t (only full windows, and the whole tensor when shorter)
-    if (t + 1 >= W || t + 1 == n_slices) {
-      const double tol_w = cfg.k * std::sqrt(wz) + std::sqrt(wf);
+    // (4) the window (only full windows, and the whole tensor when shorter)
+    if (out.gradient ? (t + W <= n_slices || t == 0) : (t + 1 >= W || t + 1 == n_slices)) {
+      const double tol_w = k * std::sqrt(wz) + std::sqrt(wf);
       const double ratio_w = wy == 0 ? 0 : std::sqrt(wy) / tol_w;
       j.worst_ratio = std::max(j.worst_ratio, ratio_w);
       if (std::sqrt(wy) > tol_w)
-        note(++j.window_violations, "window of timesteps " + std::to_string(w0) + ".." + std::to_string(t) +
-                                        ": RMS error " + num(std::sqrt(wy / double(t - w0 + 1))) + " > tolerance " +
-                                        num(tol_w / std::sqrt(double(t - w0 + 1))) + " (RMS)");
+        note(++j.window_violations, "window of timesteps " + std::to_string(w0) + ".." + std::to_string(w1) +
+                                        ": RMS error " + num(std::sqrt(wy / double(w1 - w0 + 1))) + " > tolerance " +
+                                        num(tol_w / std::sqrt(double(w1 - w0 + 1))) + " (RMS)");
     }
     if (eo[t] > 0) {
       j.max_rel_err = std::max(j.max_rel_err, ey[t] / eo[t]);
@@ -222,7 +232,7 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     j.baseline_rel_rms = std::sqrt(sum_z2 / sum_o2);
   }
   j.cosine = norm_y2 > 0 && sum_o2 > 0 ? dot_yo / std::sqrt(norm_y2 * sum_o2) : (norm_y2 == sum_o2 ? 1.0 : 0.0);
-  const double whole_tol = cfg.k * std::sqrt(sum_z2) + u * std::sqrt(sum_o2);
+  const double whole_tol = k * std::sqrt(sum_z2) + u * std::sqrt(sum_o2);
   j.whole_tensor_ratio = sum_y2 == 0 ? 0 : std::sqrt(sum_y2) / whole_tol;
   j.pass = j.unwritten == 0 && j.non_finite == 0 && j.baseline_non_finite == 0 && j.timestep_violations == 0 &&
            j.window_violations == 0 && j.oracle_certified;

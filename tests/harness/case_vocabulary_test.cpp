@@ -1,10 +1,16 @@
 // The case vocabulary's initial states (harness/mechanism.h, docs/gate.md "What a case is"): a
 // kernel that ignores the initial state fails every case that has one and passes those that have
 // none; subjects that take no initial state are not planned for such cases; the knob takes whole
-// numbers only; the fuzzer draws every choice; a fixture keeps the state in float32.
+// numbers only; the fuzzer draws every choice; a fixture keeps the state in float32. The edge regimes:
+// the inputs are what their knobs say, the default grid and the fuzzer draw them, and kernels that
+// assume them away (prefix-sum decays at g = −∞, β clamped to 1) fail only the cases that have them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <functional>
+#include <limits>
 #include <set>
 
 #include "larc/harness/fixture.h"
@@ -107,6 +113,130 @@ TEST(InitialStates, AFixtureKeepsTheStateInFloat32) {
   EXPECT_EQ(back.inputs.at("initial_state").decode().data, p.inputs.at("initial_state").decode().data);
   EXPECT_EQ(back.oracle.at("final_state").data, p.oracle.at("final_state").data);
   std::filesystem::remove(path);
+}
+
+// --- Edge regimes ---------------------------------------------------------------------------------
+
+h::ValueMap gdn_inputs(const h::KnobValues& knobs, std::int64_t T = 256, std::int64_t K = 8) {
+  const h::Mechanism& m = h::find_mechanism("gdn");
+  return m.generate({2, T, 2, K, 8}, 11, m.resolve_knobs(knobs));
+}
+
+TEST(EdgeRegimes, TheInputsAreWhatTheKnobsSay) {
+  const h::ValueMap plain = gdn_inputs({});
+  // Hard and zero decays: the fractions asked for, everything else the plain case's.
+  const h::ValueMap hard = gdn_inputs({{"hard_decay_fraction", 0.25}, {"zero_decay_fraction", 0.25}});
+  std::int64_t minus_inf = 0, zeros = 0;
+  for (double g : hard.at("g").data) minus_inf += std::isinf(g) && g < 0, zeros += g == 0;
+  const auto n = static_cast<double>(hard.at("g").data.size());
+  EXPECT_NEAR(minus_inf / n, 0.25, 0.06);
+  EXPECT_NEAR(zeros / n, 0.25, 0.06);
+  EXPECT_EQ(hard.at("q").data, plain.at("q").data);
+  EXPECT_EQ(hard.at("beta").data, plain.at("beta").data);
+  // Orthonormal key sets: within a head, keys t and t + j (j < K) are orthogonal, unit norm.
+  const larc::ref::Mat<double> keys = larc::ref::head_rows(gdn_inputs({{"key_set", 1}}).at("k"), 0, 1);
+  for (std::int64_t t = 0; t + 7 < 256; t += 37) {
+    EXPECT_NEAR(keys.row(t).norm(), 1, 1e-12);
+    for (std::int64_t j = 1; j < 8; ++j) EXPECT_NEAR(keys.row(t).dot(keys.row(t + j)), 0, 1e-12);
+  }
+  // Heavy tails: q's kurtosis far above the Gaussian's 3.
+  auto kurtosis = [](const std::vector<double>& x) {
+    double m2 = 0, m4 = 0;
+    for (double v : x) m2 += v * v, m4 += v * v * v * v;
+    m2 /= static_cast<double>(x.size()), m4 /= static_cast<double>(x.size());
+    return m4 / (m2 * m2);
+  };
+  EXPECT_LT(kurtosis(plain.at("q").data), 3.5);
+  EXPECT_GT(kurtosis(gdn_inputs({{"entries", 1}}).at("q").data), 5);
+  // β up to 2, accepted by the input's range.
+  const h::ValueMap steep = gdn_inputs({{"beta_lo", 1}, {"beta_hi", 2}});
+  EXPECT_GT(*std::max_element(steep.at("beta").data.begin(), steep.at("beta").data.end()), 1.9);
+}
+
+TEST(EdgeRegimes, TheDefaultGridAndTheFuzzerDrawThem) {
+  h::GateOptions o;
+  o.mechanisms = {"gdn"};
+  o.subjects = {"ref-serial-f32"};
+  const h::GatePlan plan = h::plan_gate(o);
+  std::set<double> hard, key_sets, entries;
+  for (const h::GateGroup& g : plan.groups) {
+    hard.insert(g.spec.knobs.at("hard_decay_fraction"));
+    key_sets.insert(g.spec.knobs.at("key_set"));
+    entries.insert(g.spec.knobs.at("entries"));
+  }
+  EXPECT_EQ(hard, (std::set<double>{0, 0.125}));
+  EXPECT_EQ(key_sets, (std::set<double>{0, 1, 2}));
+  EXPECT_EQ(entries, (std::set<double>{0, 1}));
+
+  h::CampaignConfig cfg;
+  cfg.mechanisms = {"gdn"};
+  cfg.subjects = {"ref-serial-f32"};
+  const h::Campaign c(cfg);
+  int plain_key_set = 0, hard_decay = 0;
+  std::set<double> drawn_key_sets;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    const h::CaseSpec s = c.case_at(i);
+    drawn_key_sets.insert(s.knobs.at("key_set"));
+    plain_key_set += s.knobs.at("key_set") == 0;
+    hard_decay += s.knobs.at("hard_decay_fraction") > 0;
+  }
+  EXPECT_EQ(drawn_key_sets, (std::set<double>{0, 1, 2}));
+  EXPECT_GT(plain_key_set, 100) << "regimes are drawn at their plain value half of the time and more";
+  EXPECT_GT(hard_decay, 60);
+  EXPECT_LT(hard_decay, 140);
+
+  // A held knob: every case has it, searches never move it, a name no mechanism has is refused.
+  cfg.knobs = {{"key_set", 1}};
+  const h::Campaign held(cfg);
+  for (std::uint64_t i = 0; i < 20; ++i) EXPECT_EQ(held.case_at(i).knobs.at("key_set"), 1);
+  cfg.knobs = {{"no_such_knob", 1}};
+  EXPECT_THROW(h::Campaign{cfg}, std::invalid_argument);
+  cfg.knobs = {{"key_set", 7}};
+  EXPECT_THROW(h::Campaign{cfg}, std::invalid_argument);
+}
+
+// Kernels that assume away an edge regime fail the cases that have it and pass the plain ones: decays
+// taken as e^{G_i − G_j} from prefix sums of g (NaN where g = −∞), and β clamped to [0, 1].
+void register_regime_defect(const std::string& name, std::function<void(h::ValueMap&)> edit) {
+  for (const h::Subject& s : h::subjects())
+    if (s.name == name) return;
+  h::Subject s;
+  s.name = name;
+  s.mechanism = "gdn";
+  s.dtypes = {Dtype::bf16, Dtype::fp32};
+  s.launch = [edit](const h::TensorMap& in, h::TensorMap& out) {
+    h::ValueMap values = h::decode_all(in);
+    edit(values);
+    const h::ValueMap o = h::find_mechanism("gdn").compute(values, h::Precision::f32, larc::ref::Form::serial, 0);
+    for (auto& [n, t] : out)
+      for (std::size_t i = 0; i < t.size(); ++i) t.set(i, o.at(n).data[i]);
+  };
+  h::register_subject(std::move(s));
+}
+
+TEST(EdgeRegimes, KernelsThatAssumeThemAwayFail) {
+  register_regime_defect("prefix-sum-decays", [](h::ValueMap& v) {
+    for (double& g : v.at("g").data)
+      if (std::isinf(g)) g = std::numeric_limits<double>::quiet_NaN();  // −∞ − (−∞)
+  });
+  register_regime_defect("beta-clamped-to-one", [](h::ValueMap& v) {
+    for (double& b : v.at("beta").data) b = std::min(b, 1.0);
+  });
+  for (Dtype d : {Dtype::bf16, Dtype::fp32}) {
+    h::CaseSpec plain = gdn_case(0, d), hard = plain, steep = plain;
+    hard.knobs["hard_decay_fraction"] = 0.125;
+    steep.knobs["beta_lo"] = 1;
+    steep.knobs["beta_hi"] = 2;
+    const h::PreparedCase p = h::prepare_case(plain), ph = h::prepare_case(hard), ps = h::prepare_case(steep);
+    EXPECT_TRUE(h::run_subject(p, h::find_subject("prefix-sum-decays", "gdn")).pass);
+    EXPECT_FALSE(h::run_subject(ph, h::find_subject("prefix-sum-decays", "gdn")).pass);
+    EXPECT_TRUE(h::run_subject(p, h::find_subject("beta-clamped-to-one", "gdn")).pass);
+    const h::CaseResult clamped = h::run_subject(ps, h::find_subject("beta-clamped-to-one", "gdn"));
+    EXPECT_FALSE(clamped.pass);
+    EXPECT_GT(clamped.outputs.at(0).worst_ratio, 10);
+    for (const h::PreparedCase* c : {&ph, &ps})
+      EXPECT_TRUE(h::run_subject(*c, h::find_subject("ref-chunked-f32", "gdn")).pass);
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #   tools/h200/kernels_run.sh full    # gate, bench, then accuracy
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
 #   tools/h200/kernels_run.sh grades  # FLA's GDN kernels judged per precision grade; profiles of larc's GDN/KLA kernels
+#   tools/h200/kernels_run.sh regimes # the gate's edge regimes (heavy tails, orthonormal keys, g = 0 and −∞, β up to 2)
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
@@ -39,6 +40,16 @@ run_tests() {
   done
 }
 
+# One report of the gate over the GPU subjects on the given shapes (with GATE_KNOBS), named NAME.
+gate_group() {  # name, timeout, then shapes
+  local name=$1 limit=$2; shift 2
+  local shapes=(); for sh in "$@"; do shapes+=(--shape "$sh"); done
+  timeout "$limit" $B/larc gate "${subject_args[@]}" --jobs "$jobs" "${shapes[@]}" ${GATE_KNOBS:-} --json "$out/gate_$name.json" \
+    --markdown "$out/gate_$name.md" > "$out/gate_$name.txt" 2>&1
+  echo "gate $name: exit $?"; tail -3 "$out/gate_$name.txt"
+}
+grid() { for T in "$@"; do for D in 64 128 96; do echo "1,$T,2,$D,$D"; done; done; }
+
 install_fla() {
   [ -d /tmp/site/fla ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
     .wheels/fla_core-*.whl .wheels/flash_linear_attention-*.whl .wheels/einops-*.whl
@@ -62,14 +73,6 @@ gate|full)
       $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 \
       > "$out/sanitizer_$tool.txt" 2>&1; echo "compute-sanitizer $tool: exit $?" >> "$out/sanitizer_$tool.txt" &
   done
-  gate_group() {  # name, timeout, then shapes
-    local name=$1 limit=$2; shift 2
-    local shapes=(); for sh in "$@"; do shapes+=(--shape "$sh"); done
-    timeout "$limit" $B/larc gate "${subject_args[@]}" --jobs "$jobs" "${shapes[@]}" ${GATE_KNOBS:-} --json "$out/gate_$name.json" \
-      --markdown "$out/gate_$name.md" > "$out/gate_$name.txt" 2>&1
-    echo "gate $name: exit $?"; tail -3 "$out/gate_$name.txt"
-  }
-  grid() { for T in "$@"; do for D in 64 128 96; do echo "1,$T,2,$D,$D"; done; done; }
   gate_group T1-65 150 $(grid 1 63 64 65)
   # The same with a random initial state, for the kernels whose mechanism has one.
   h0="--knob initial_state=2 --mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla"
@@ -191,6 +194,22 @@ PY
   cat "$out/profiles.md"
   wait
   cat "$out/tests.txt" | cut -c1-400
+  ;;
+regimes)
+  # The case vocabulary's edge regimes (docs/gate.md "Edge regimes") over every GPU kernel, on the grid's
+  # shapes up to T = 1000: heavy-tailed entries with orthonormal keys, exact g = 0 on a quarter of the
+  # tokens and a random initial state; heavy-tailed keys with g = −∞ on an eighth of the tokens; β ∈ [1, 2]
+  # for the delta rules. A knob applies to the mechanisms that have it.
+  edge1="--knob entries=1 --knob key_set=1 --knob zero_decay_fraction=0.25 --knob initial_state=2"
+  edge2="--knob key_set=2 --knob hard_decay_fraction=0.125"
+  steep="--knob beta_lo=1 --knob beta_hi=2 --mechanism gdn --mechanism deltanet --mechanism ccq-gdn"
+  GATE_KNOBS=$edge1 gate_group edge1-T1-65 150 $(grid 1 63 64 65)
+  GATE_KNOBS=$edge2 gate_group edge2-T1-65 150 $(grid 1 63 64 65)
+  GATE_KNOBS=$steep gate_group steep-beta-T1-65 90 $(grid 1 63 64 65)
+  GATE_KNOBS=$edge1 gate_group edge1-T1000 100 $(grid 1000)
+  GATE_KNOBS=$edge2 gate_group edge2-T1000 100 $(grid 1000)
+  python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate_regimes.json" \
+    --markdown "$out/gate_regimes.md" | tail -30
   ;;
 python)
   # The larc Python package in-process (docs/python.md): examples/python gates FLA's chunk and fused

@@ -17,6 +17,7 @@
 #include "larc/harness/fuzz_report.h"
 #include "larc/harness/gate.h"
 #include "larc/harness/progress.h"
+#include "knob_option.h"
 #include "option_checks.h"
 #include "output_files.h"
 #include "stop_signal.h"
@@ -33,7 +34,7 @@ struct FuzzCli {
   std::uint64_t seed = 1;
   std::string shard, corpus = "fuzz-corpus", json_path, junit_path, markdown_path, target, max_shape = "2,256,2,64,64";
   std::optional<std::uint64_t> shard_count;
-  std::vector<std::string> subjects, mechanisms, dtypes;
+  std::vector<std::string> subjects, mechanisms, dtypes, knobs;
   bool progress = false, resume = false;
 };
 
@@ -115,6 +116,7 @@ int run_fuzz(const FuzzCli& c) {
   cfg.subjects = c.subjects;
   cfg.mechanisms = c.mechanisms;
   for (const std::string& d : c.dtypes) cfg.dtypes.push_back(h::parse_dtype(d));
+  cfg.knobs = parse_knobs(c.knobs);
   const h::Shape max = h::Shape::parse(c.max_shape);
   cfg.max_B = max.B, cfg.max_T = max.T, cfg.max_H = max.H, cfg.max_K = max.K, cfg.max_V = max.V;
   const h::Campaign campaign(cfg);  // unknown names throw std::invalid_argument: exit 2
@@ -278,6 +280,7 @@ std::function<int()> add_fuzz_command(CLI::App& app) {
   cmd->add_option("--subject", c->subjects, "Only these subjects (kernel names); repeatable");
   cmd->add_option("--mechanism", c->mechanisms, "Only these mechanisms; repeatable");
   cmd->add_option("--dtype", c->dtypes, "Only these dtypes (bf16, fp16, fp32); repeatable");
+  cmd->add_option("--knob", c->knobs, "Hold a generator knob at NAME=VALUE in every case (the rest are drawn); repeatable");
   cmd->add_option("--max-shape", c->max_shape, "Largest B,T,H,K,V drawn")->capture_default_str();
   cmd->add_option("--corpus", c->corpus, "Folder the shrunk failures are saved to as fixtures")->capture_default_str();
   cmd->add_option("--json", c->json_path, "Write the shard's results as JSON (input of larc merge)");

@@ -31,6 +31,9 @@ struct CampaignConfig {
   std::vector<Dtype> dtypes;            // dtypes to draw (empty: every dtype a subject takes)
   // Largest sizes drawn (a subject's own ShapeLimits lower them further).
   std::int64_t max_B = 2, max_T = 256, max_H = 2, max_K = 64, max_V = 64;
+  // Knobs held at a value in every case of a mechanism that has them (`larc fuzz --knob`); the
+  // others are drawn. Error searches never move them.
+  KnobValues knobs;
 };
 
 // One (subject, dtype) pair a campaign draws cases for.

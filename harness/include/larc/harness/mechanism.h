@@ -43,6 +43,9 @@ struct TensorSpec {
   // The values an input may hold, bounds included (e.g. max = 0 for log-decays); Mechanism::shape_of
   // refuses a value outside them naming the input.
   double min = -std::numeric_limits<double>::infinity(), max = std::numeric_limits<double>::infinity();
+  // A gradient output (a backward mechanism's): judged with the gradient policy (tolerance.h).
+  bool gradient = false;
+  bool minus_infinity = false;  // may hold −∞ (a log-decay: α = 0, the token forgets everything before it)
 };
 
 // A generator parameter worth stressing, with its range; drawn log-uniformly when log_scale.
@@ -52,6 +55,7 @@ struct Knob {
   bool log_scale = false;
   std::string meaning;
   bool integer = false;  // takes whole numbers only (a choice among named values)
+  bool regime = false;   // an edge regime, plain at its default: the fuzzer draws the default half of the time
 };
 
 using KnobValues = std::map<std::string, double>;
@@ -72,6 +76,9 @@ struct Mechanism {
   std::string description;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<Knob> knobs;
+  // The edge regimes the default gate grid adds beside the plain case: knob sets, each over the
+  // defaults (e.g. heavy-tailed entries with orthonormal keys; hard decay with β up to 2).
+  std::vector<KnobValues> edge_regimes;
   nlohmann::json parameters;      // fixed parameters (scale, eps, feature map), written into fixtures
   std::vector<ref::Form> forms;   // the forms `compute` runs
   // Inputs in float64 for a shape, a seed and knob values (every knob present); deterministic.
@@ -87,6 +94,9 @@ struct Mechanism {
   const TensorSpec& output(std::string_view name) const;  // throws std::invalid_argument
   // The index of the time axis (T) of an output, -1 for outputs without one (final states).
   int time_axis(std::string_view output_name) const;
+  // Without a time axis, the slices of an output: per (sequence, head), 2, for a gradient [B,H,…];
+  // else 0 (one slice).
+  int leading_slice_axes(std::string_view output_name) const;
   // Every knob at its default, overridden by `given`; an unknown name or a value outside the knob's
   // range throws std::invalid_argument naming it.
   KnobValues resolve_knobs(const KnobValues& given) const;

@@ -37,6 +37,7 @@ namespace larc::harness {
 
 struct ToleranceConfig {
   double k = 2.0;
+  double k_gradient = 3.0;  // k of gradient outputs (FlashAttention's gradient factor; docs/gate.md "Gradient policy")
   std::int64_t window = 64;
   double oracle_margin = 1000.0;
 };
@@ -45,7 +46,13 @@ struct ToleranceConfig {
 struct OutputUnderTest {
   std::string name;
   Dtype dtype = Dtype::fp32;             // the output's dtype: its floor and ULPs
-  int time_axis = -1;                    // index of T in the shape, -1: the whole tensor is one slice
+  int time_axis = -1;                    // index of T in the shape, -1: see leading_axes
+  // Without a time axis: one slice per coordinate of the first leading_axes axes (0: the whole tensor
+  // is one slice; 2 for dh0 [B,H,K,V]: one slice per (sequence, head)).
+  int leading_axes = 0;
+  // A gradient (docs/gate.md "Gradient policy"): k_gradient instead of k, and windows [t, t + W)
+  // looking toward later t, where the reverse recurrence carries its errors from.
+  bool gradient = false;
   const ref::Tensor<double>* subject = nullptr;
   const std::vector<bool>* unwritten = nullptr;  // elements still holding the poison (null: all written)
   const ref::Tensor<double>* oracle = nullptr;
@@ -98,8 +105,9 @@ struct Judgement {
 
 Judgement judge(const OutputUnderTest& out, const ToleranceConfig& config = {});
 
-// ‖x_t‖₂ per slice (per timestep of `time_axis`, or one slice for -1).
-std::vector<double> slice_norms(const ref::Tensor<double>& x, int time_axis);
+// ‖x_t‖₂ per slice (per timestep of `time_axis`, or for -1 per coordinate of the first
+// `leading_axes` axes).
+std::vector<double> slice_norms(const ref::Tensor<double>& x, int time_axis, int leading_axes = 0);
 // The spacing of dtype D's numbers at |x| (subnormal spacing below the smallest normal).
 double ulp_of(Dtype d, double x);
 // "(b, t, h, d)"-style coordinate of a flat row-major index.

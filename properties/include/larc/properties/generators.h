@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "larc/cases/regimes.h"
 #include "larc/reference/delta_rule.h"
 #include "larc/reference/types.h"
 
@@ -17,14 +18,14 @@ using larc::ref::Mat;
 using larc::ref::Vec;
 
 // Every generated number comes from here; seeded, portable (mt19937_64 + our own transforms, not
-// the unspecified std:: distributions).
+// the unspecified std:: distributions). Kept beside cases::Rng because the claims' recorded figures
+// and counterexamples are expansions of this stream.
 class Rng {
  public:
   explicit Rng(std::uint64_t seed) : eng_(seed) {}
   double uniform() { return static_cast<double>(eng_() >> 11) * 0x1.0p-53; }  // [0, 1)
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
   double normal();                   // Box–Muller
-  double student_t3();               // heavy tails: t with 3 degrees of freedom
   std::uint64_t bits() { return eng_(); }
   std::int64_t integer(std::int64_t lo, std::int64_t hi) {  // inclusive
     return lo + static_cast<std::int64_t>(eng_() % static_cast<std::uint64_t>(hi - lo + 1));
@@ -36,35 +37,19 @@ class Rng {
   double spare_ = 0;
 };
 
-// Key sets a kernel must survive.
-enum class KeyKind {
-  gaussian,        // i.i.d. N(0, 1/d) entries
-  unit,            // uniform on the unit sphere
-  heavy_tailed,    // t(3) entries
-  near_collinear,  // a common direction plus a 1e-3 perturbation, unit length
-  tiny_norm,       // unit direction × 1e-4
-  huge_norm,       // unit direction × 1e3
-  orthonormal,     // rows of a random orthogonal matrix (d of them, repeated cyclically)
-};
-inline constexpr int kKeyKinds = 7;
-std::string key_kind_name(KeyKind k);
-
-// Gate regimes: β and the log-decay g at their bounds.
-enum class GateKind {
-  moderate,   // β ∈ (0.05, 1], g ∈ [−1, 0]
-  beta_one,   // β = 1, g = 0
-  beta_tiny,  // β ∈ (0, 1e-6], g ∈ [−1, 0]
-  no_decay,   // g = 0
-  hard_decay, // g ∈ [−30, −10] (α ≈ 0), and g = −∞ (α = 0) on every fourth token
-};
-inline constexpr int kGateKinds = 5;
-std::string gate_kind_name(GateKind g);
-
-Mat<double> gaussian(Rng& rng, Eigen::Index rows, Eigen::Index cols, double sigma);
-Mat<double> unit_rows(Rng& rng, Eigen::Index rows, Eigen::Index cols);
-Mat<double> keys(Rng& rng, KeyKind kind, Eigen::Index T, Eigen::Index d);
-Vec<double> betas(Rng& rng, GateKind kind, Eigen::Index T);
-Vec<double> log_decays(Rng& rng, GateKind kind, Eigen::Index T);
+// The regimes (key sets, gate regimes, Gaussian and unit-row matrices) live in the case vocabulary
+// shared with the gate (cases/regimes.h); the claims expand them with Rng's recorded stream.
+using cases::gate_kind_name;
+using cases::GateKind;
+using cases::kGateKinds;
+using cases::key_kind_name;
+using cases::KeyKind;
+using cases::kKeyKinds;
+using cases::betas;
+using cases::gaussian;
+using cases::keys;
+using cases::log_decays;
+using cases::unit_rows;
 
 // One delta-rule case: everything needed to build the inputs.
 struct DeltaCase {

@@ -118,3 +118,117 @@ KlaStepGradients<S> kla_beta_backward(const Mat<S>& k, const Vec<S>& eta, const 
 }
 
 }  // namespace larc::ref::delta_rule
+
+// ---- Batched backward with FLA's conventions ([B,T,H,D], g as log-decay, per-token β) -----------
+
+namespace larc::ref::delta_rule {
+
+// ∂L/∂ of each batched input, L = Σ ⟨do, o⟩ + ⟨dht, final_state⟩ summed over sequences and heads.
+template <class S>
+struct BatchedGradients {
+  Tensor<S> dq, dk, dv;        // [B, T, H, d_k], [B, T, H, d_k], [B, T, H, d_v]
+  Tensor<S> dg;                // [B, T, H] of the log-decays (GDN, KLA; empty for DeltaNet)
+  Tensor<S> dbeta;             // [B, T, H] of β (GDN, DeltaNet) or of η (KLA)
+  Tensor<S> d_initial_state;   // [B, H, d_k, d_v]
+};
+
+// The cotangents of the batched outputs: do [B, T, H, d_v] and dht [B, H, d_k, d_v], either absent
+// counting as zero; shapes are checked against q and v, naming the cotangent.
+template <class S>
+struct BatchedCotangents {
+  std::optional<Tensor<S>> d_o, d_final_state;
+};
+
+namespace detail {
+// Runs backward per (sequence, head); finish(b, h, problem, gradients, out) writes the gate gradients
+// of the mechanism's parameterisation (and may correct dk, as KLA's β does).
+template <class S, class GatesOf, class Finish>
+BatchedGradients<S> run_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
+                                         std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
+                                         const BatchedCotangents<S>& cot, Eigen::Index checkpoint, GatesOf&& gates_of,
+                                         Finish&& finish) {
+  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  if (cot.d_o) require_shape(*cot.d_o, "do", {B, T, H, V});
+  if (cot.d_final_state) require_shape(*cot.d_final_state, "dht", {B, H, K, V});
+  BatchedGradients<S> r{Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, V}), Tensor<S>({B, T, H}),
+                        Tensor<S>({B, T, H}), Tensor<S>({B, H, K, V})};
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      HeadGates<S> g = gates_of(b, h);
+      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), std::move(g.alpha),
+                   std::move(g.beta), scale ? *scale : default_scale<S>(K), {}};
+      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+      Cotangents<S> c;
+      if (cot.d_o) c.d_o = head_rows(*cot.d_o, b, h);
+      if (cot.d_final_state) c.d_final_state = head_state(*cot.d_final_state, b, h);
+      Gradients<S> grads = backward(p, c, checkpoint);
+      finish(b, h, p, grads, r);
+      set_head_rows(r.dq, b, h, grads.dq);
+      set_head_rows(r.dk, b, h, grads.dk);
+      set_head_rows(r.dv, b, h, grads.dv);
+      set_head_state(r.d_initial_state, b, h, grads.d_initial_state);
+    }
+  }
+  return r;
+}
+}  // namespace detail
+
+// GDN (gdn_batched's inputs): dg = α ⊙ dα, dβ.
+template <class S>
+BatchedGradients<S> gdn_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& g,
+                                         const Tensor<S>& beta, const BatchedCotangents<S>& cot,
+                                         std::optional<std::type_identity_t<S>> scale = {},
+                                         const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
+                                         Eigen::Index checkpoint = 64) {
+  require_shape(g, "g", gate_shape_of(q));
+  require_shape(beta, "beta", gate_shape_of(q));
+  return detail::run_backward_batched(
+      q, k, v, scale, initial_state, cot, checkpoint,
+      [&](std::int64_t b, std::int64_t h) { return HeadGates<S>{decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)}; },
+      [](std::int64_t b, std::int64_t h, const Problem<S>& p, Gradients<S>& grads, BatchedGradients<S>& out) {
+        set_head_gate(out.dg, b, h, log_decay_gradient(p.alpha, grads.dalpha));
+        set_head_gate(out.dbeta, b, h, grads.dbeta);
+      });
+}
+
+// DeltaNet (deltanet_batched's inputs): dβ; dg is empty.
+template <class S>
+BatchedGradients<S> deltanet_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
+                                              const Tensor<S>& beta, const BatchedCotangents<S>& cot,
+                                              std::optional<std::type_identity_t<S>> scale = {},
+                                              const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
+                                              Eigen::Index checkpoint = 64) {
+  require_shape(beta, "beta", gate_shape_of(q));
+  BatchedGradients<S> r = detail::run_backward_batched(
+      q, k, v, scale, initial_state, cot, checkpoint,
+      [&](std::int64_t b, std::int64_t h) { return HeadGates<S>{Vec<S>::Ones(q.dim(1)), head_gate(beta, b, h)}; },
+      [](std::int64_t b, std::int64_t h, const Problem<S>&, Gradients<S>& grads, BatchedGradients<S>& out) {
+        set_head_gate(out.dbeta, b, h, grads.dbeta);
+      });
+  r.dg = Tensor<S>();
+  return r;
+}
+
+// KLA (kla_batched's inputs): dg = α ⊙ dα, dη, and dk including the path through β = η/(‖k‖² + ε).
+template <class S>
+BatchedGradients<S> kla_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& g,
+                                         const Tensor<S>& eta, const std::type_identity_t<S>& eps,
+                                         const BatchedCotangents<S>& cot, std::optional<std::type_identity_t<S>> scale = {},
+                                         const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
+                                         Eigen::Index checkpoint = 64) {
+  require_shape(g, "g", gate_shape_of(q));
+  require_shape(eta, "eta", gate_shape_of(q));
+  return detail::run_backward_batched(
+      q, k, v, scale, initial_state, cot, checkpoint,
+      [&](std::int64_t b, std::int64_t h) {
+        return HeadGates<S>{decays_from_log(head_gate(g, b, h)), kla_beta(head_rows(k, b, h), head_gate(eta, b, h), eps)};
+      },
+      [&](std::int64_t b, std::int64_t h, const Problem<S>& p, Gradients<S>& grads, BatchedGradients<S>& out) {
+        set_head_gate(out.dg, b, h, log_decay_gradient(p.alpha, grads.dalpha));
+        KlaStepGradients<S> step = kla_beta_backward(p.k, head_gate(eta, b, h), eps, grads.dbeta, grads.dk);
+        set_head_gate(out.dbeta, b, h, step.deta);
+        grads.dk = std::move(step.dk);
+      });
+}
+
+}  // namespace larc::ref::delta_rule

@@ -114,6 +114,12 @@ Vec<S> head_gate(const Tensor<S>& g, std::int64_t b, std::int64_t h) {
   return v;
 }
 
+template <class S>
+void set_head_gate(Tensor<S>& g, std::int64_t b, std::int64_t h, const Vec<S>& v) {
+  const std::int64_t T = g.dim(1), H = g.dim(2);
+  for (std::int64_t t = 0; t < T; ++t) g.data[(b * T + t) * H + h] = v(t);
+}
+
 // [B, H, K, V] → K×V for (b, h).
 template <class S>
 Mat<S> head_state(const Tensor<S>& s, std::int64_t b, std::int64_t h) {

@@ -1,0 +1,93 @@
+#include "larc/cases/fla_tensors.h"
+
+#include <cmath>
+#include <limits>
+
+#include "larc/cases/regimes.h"
+
+namespace larc::cases {
+
+ref::Tensor<double> entries_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma, Entries kind) {
+  ref::Tensor<double> t(std::move(shape));
+  if (kind == Entries::heavy_tailed)
+    for (double& x : t.data) x = sigma * student_t3(rng) / std::sqrt(3.0);
+  else
+    for (double& x : t.data) x = sigma * rng.normal();
+  return t;
+}
+
+ref::Tensor<double> normal_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma) {
+  return entries_tensor(rng, std::move(shape), sigma, Entries::gaussian);
+}
+
+ref::Tensor<double> uniform_tensor(Rng& rng, std::vector<std::int64_t> shape, double lo, double hi) {
+  ref::Tensor<double> t(std::move(shape));
+  for (double& x : t.data) x = rng.uniform(lo, hi);
+  return t;
+}
+
+namespace {
+std::vector<double> random_unit(Rng& rng, std::int64_t d) {
+  std::vector<double> u(static_cast<std::size_t>(d));
+  double n2 = 0;
+  while (n2 == 0) {
+    n2 = 0;
+    for (double& x : u) {
+      x = rng.normal();
+      n2 += x * x;
+    }
+  }
+  for (double& x : u) x /= std::sqrt(n2);
+  return u;
+}
+
+// The T keys of one (sequence, head) as rows, of norm `norm`.
+Mat<double> head_keys(Rng& rng, std::int64_t T, std::int64_t K, KeySet set, double collinearity, double norm) {
+  if (set == KeySet::orthonormal) return norm * keys(rng, KeyKind::orthonormal, T, K);
+  if (set == KeySet::heavy_tailed) {
+    Mat<double> m = keys(rng, KeyKind::heavy_tailed, T, K);
+    for (Eigen::Index t = 0; t < m.rows(); ++t) {
+      const double n = m.row(t).norm();
+      if (n == 0) m.row(t) = unit_rows(rng, 1, K);  // measure zero: never divide by it
+      else m.row(t) /= n;
+    }
+    return norm * m;
+  }
+  const std::vector<double> u = random_unit(rng, K);
+  Mat<double> m(T, K);
+  for (std::int64_t t = 0; t < T; ++t) {
+    std::vector<double> z = random_unit(rng, K);
+    double n2 = 0;
+    for (std::int64_t d = 0; d < K; ++d) {
+      z[d] = (1 - collinearity) * z[d] + collinearity * u[d];
+      n2 += z[d] * z[d];
+    }
+    if (n2 == 0) z = u, n2 = 1;  // z = −u at c = 1/2: measure zero, never divide by it
+    for (std::int64_t d = 0; d < K; ++d) m(t, d) = norm * z[d] / std::sqrt(n2);
+  }
+  return m;
+}
+}  // namespace
+
+ref::Tensor<double> keys_tensor(Rng& rng, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, KeySet set,
+                                double collinearity, double norm) {
+  ref::Tensor<double> k({B, T, H, K});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const Mat<double> rows = head_keys(rng, T, K, set, collinearity, norm);
+      for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t d = 0; d < K; ++d) k.data[((b * T + t) * H + h) * K + d] = rows(t, d);
+    }
+  return k;
+}
+
+void apply_decay_regimes(Rng& rng, ref::Tensor<double>& g, double hard_fraction, double zero_fraction) {
+  if (hard_fraction <= 0 && zero_fraction <= 0) return;
+  for (double& x : g.data) {
+    const double u = rng.uniform();
+    if (u < hard_fraction) x = -std::numeric_limits<double>::infinity();
+    else if (u < hard_fraction + zero_fraction) x = 0;
+  }
+}
+
+}  // namespace larc::cases

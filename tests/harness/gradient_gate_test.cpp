@@ -1,0 +1,200 @@
+// The gradient gate (docs/gate.md "Gradient cases"): gdn-backward judged per timestep with windows
+// toward later t, dh0 per (sequence, head), k = 3. Honest chunked backward kernels pass; each planted
+// backward defect fails, at fp32 and (where its size exceeds bf16's rounding) at bf16, in each
+// cotangent regime where the defect changes anything. Prints every figure beside the whole-tensor
+// relative RMS error FLA's tests threshold (docs/gate.md quotes them).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "backward_subjects.h"
+#include "larc/harness/runner.h"
+
+namespace {
+
+namespace h = larc::harness;
+namespace bw = larc::harness::backward_subjects;
+using larc::ref::Dtype;
+using larc::ref::Mat;
+
+constexpr std::int64_t kHeads = 4;
+
+// dq of the partial last chunk of head 3 scaled by 1.05 (T = 200: tokens 192..199).
+void dq_of_partial_last_chunk(h::ValueMap& o) {
+  larc::ref::Tensor<double>& dq = o.at("dq");
+  const std::int64_t T = dq.dim(1), K = dq.dim(3);
+  for (std::int64_t b = 0; b < dq.dim(0); ++b)
+    for (std::int64_t t = T / 64 * 64; t < T; ++t)
+      for (std::int64_t d = 0; d < K; ++d) dq.data[((b * T + t) * kHeads + 3) * K + d] *= 1.05;
+}
+// dh0 of one (sequence, head) scaled by 1.025.
+void dh0_of_one_head(h::ValueMap& o) {
+  larc::ref::Tensor<double>& dh0 = o.at("dh0");
+  const std::int64_t per_head = dh0.dim(2) * dh0.dim(3);
+  for (std::int64_t i = 0; i < per_head; ++i) dh0.data[(1 * kHeads + 2) * per_head + i] *= 1.025;
+}
+// dg summed over the heads instead of kept per head.
+void dg_over_all_heads(h::ValueMap& o) {
+  larc::ref::Tensor<double>& dg = o.at("dg");
+  for (std::size_t row = 0; row < dg.data.size(); row += kHeads) {
+    double sum = 0;
+    for (std::int64_t h = 0; h < kHeads; ++h) sum += dg.data[row + h];
+    for (std::int64_t h = 0; h < kHeads; ++h) dg.data[row + h] = sum;
+  }
+}
+// dg read one token off in the packed varlen layout: sequence b's dg[t] from token t − 1 of the
+// packed sequences (the previous sequence's last token at t = 0), for every sequence after the first.
+void dg_varlen_offset(h::ValueMap& o) {
+  larc::ref::Tensor<double>& dg = o.at("dg");
+  const std::size_t per_sequence = static_cast<std::size_t>(dg.dim(1) * kHeads);
+  for (std::size_t i = dg.data.size(); i-- > per_sequence;) dg.data[i] = dg.data[i - kHeads];
+}
+
+// dg of head 1 without ⟨S_T, dht⟩: computed as if dht were zero.
+h::ValueMap final_state_term_missing_from_dg(const h::ValueMap& in) {
+  h::ValueMap out = bw::chunked_gdn_gradients(in, 64);
+  h::ValueMap without = in;
+  without.erase("dht");
+  const larc::ref::Tensor<double> dg_without = bw::chunked_gdn_gradients(without, 64).at("dg");
+  for (std::size_t i = 1; i < dg_without.data.size(); i += kHeads) out.at("dg").data[i] = dg_without.data[i];
+  return out;
+}
+
+void register_all() {
+  bw::register_gdn_backward("bwd-chunked-c64", [](const h::ValueMap& in) { return bw::chunked_gdn_gradients(in, 64); });
+  bw::register_gdn_backward("bwd-chunked-c32", [](const h::ValueMap& in) { return bw::chunked_gdn_gradients(in, 32); });
+  bw::register_gdn_backward("bwd-carry-dropped", [](const h::ValueMap& in) {
+    return bw::chunked_gdn_gradients(in, 64, [](Mat<float>& d) { d.setZero(); });
+  });
+  bw::register_gdn_backward("bwd-carry-x0.99", [](const h::ValueMap& in) {
+    return bw::chunked_gdn_gradients(in, 64, [](Mat<float>& d) { d *= 0.99f; });
+  });
+  bw::register_gdn_backward("bwd-carry-in-bf16", [](const h::ValueMap& in) {
+    return bw::chunked_gdn_gradients(in, 64, [](Mat<float>& d) {
+      for (float& x : d.reshaped()) x = static_cast<float>(larc::ref::round_to(Dtype::bf16, x));
+    });
+  });
+  const auto honest = [](const h::ValueMap& in) { return bw::chunked_gdn_gradients(in, 64); };
+  bw::register_gdn_backward("bwd-dq-partial-chunk-x1.05", honest, dq_of_partial_last_chunk);
+  bw::register_gdn_backward("bwd-dh0-one-head-x1.025", honest, dh0_of_one_head);
+  bw::register_gdn_backward("bwd-dg-over-all-heads", honest, dg_over_all_heads);
+  bw::register_gdn_backward("bwd-dg-varlen-offset", honest, dg_varlen_offset);
+  bw::register_gdn_backward("bwd-dg-without-dht-term", final_state_term_missing_from_dg);
+}
+
+struct Verdict {
+  bool pass;
+  double worst_ratio, worst_rel_rms;  // over the outputs: larc's ratio, FLA's whole-tensor ratio
+};
+
+Verdict run(const h::PreparedCase& p, const std::string& subject) {
+  const h::CaseResult r = h::run_subject(p, h::find_subject(subject, "gdn-backward"));
+  Verdict v{r.pass, 0, 0};
+  std::string failed;
+  for (const h::Judgement& j : r.outputs) {
+    v.worst_ratio = std::max(v.worst_ratio, j.worst_ratio);
+    v.worst_rel_rms = std::max(v.worst_rel_rms, j.rel_rms);
+    if (!j.pass) failed += j.output + " ";
+  }
+  std::printf("%-28s %-5s cotangents %.0f  worst ratio %9.3g  FLA rel. RMS %9.3g  %s %s\n", subject.c_str(),
+              std::string(larc::ref::dtype_name(p.spec.dtype)).c_str(), p.spec.knobs.at("cotangents"), v.worst_ratio,
+              v.worst_rel_rms, r.pass ? "pass" : "FAIL", failed.c_str());
+  return v;
+}
+
+class GradientGate : public ::testing::TestWithParam<std::tuple<Dtype, int>> {
+ protected:
+  static void SetUpTestSuite() { register_all(); }
+  h::PreparedCase prepared() const {
+    h::CaseSpec s;
+    s.mechanism = "gdn-backward";
+    s.dtype = std::get<0>(GetParam());
+    s.shape = {2, 200, kHeads, 32, 32};
+    s.seed = 5;
+    // Weak decay (g ~ U(−0.05, 0)): ∂L/∂S carried across a chunk of 64 tokens keeps about e^{-1.6}
+    // of itself, so what a backward kernel does with the carry shows in every gradient.
+    s.knobs = {{"initial_state", 2}, {"cotangents", std::get<1>(GetParam())}, {"decay_max", 0.05}};
+    return h::prepare_case(s);
+  }
+  bool has_do() const { return std::get<1>(GetParam()) != 2; }
+  bool has_dht() const { return std::get<1>(GetParam()) != 1; }
+};
+
+TEST_P(GradientGate, HonestBackwardKernelsPass) {
+  const h::PreparedCase p = prepared();
+  EXPECT_TRUE(run(p, "bwd-chunked-c64").pass);
+  EXPECT_TRUE(run(p, "bwd-chunked-c32").pass);
+  EXPECT_TRUE(run(p, "ref-serial-f32").pass);
+}
+
+TEST_P(GradientGate, PlantedBackwardDefectsFail) {
+  const h::PreparedCase p = prepared();
+  const bool fp32 = p.spec.dtype == Dtype::fp32;
+  EXPECT_FALSE(run(p, "bwd-carry-dropped").pass);
+  EXPECT_FALSE(run(p, "bwd-carry-x0.99").pass);
+  const Verdict dh0 = run(p, "bwd-dh0-one-head-x1.025");
+  if (has_do()) {  // with dht alone dh0 is dht carried back over all 200 tokens: nearly 0
+    EXPECT_FALSE(dh0.pass);
+  }
+  EXPECT_FALSE(run(p, "bwd-dg-over-all-heads").pass);
+  EXPECT_FALSE(run(p, "bwd-dg-varlen-offset").pass);
+  const Verdict bf16_carry = run(p, "bwd-carry-in-bf16");
+  if (fp32) {
+    EXPECT_FALSE(bf16_carry.pass);
+  }
+  const Verdict dq = run(p, "bwd-dq-partial-chunk-x1.05"), dg = run(p, "bwd-dg-without-dht-term");
+  if (has_do()) {  // with do = 0, dq is 0
+    EXPECT_FALSE(dq.pass);
+  }
+  if (has_dht()) {  // without dht the term is 0
+    EXPECT_FALSE(dg.pass);
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<Dtype, int>>& info) {
+  static const char* const regimes[] = {"do_and_dht", "do_only", "dht_only"};
+  return std::string(larc::ref::dtype_name(std::get<0>(info.param))) + "_" + regimes[std::get<1>(info.param)];
+}
+
+INSTANTIATE_TEST_SUITE_P(DtypesAndCotangents, GradientGate,
+                         ::testing::Combine(::testing::Values(Dtype::fp32, Dtype::bf16), ::testing::Values(0, 1, 2)),
+                         case_name);
+
+// The KLA chain rule's dk → dβ term (β = η/(‖k‖² + ε)): without it dk is wrong wherever dη ≠ 0.
+TEST(GradientGate, KlaKeyGradientWithoutTheStepTermFails) {
+  h::Subject subject;
+  subject.name = "bwd-kla-dk-without-step-term";
+  subject.mechanism = "kla-backward";
+  subject.dtypes = {Dtype::fp32};
+  subject.launch = [](const h::TensorMap& in, h::TensorMap& out) {
+    const h::ValueMap v = h::decode_all(in);
+    h::ValueMap g = h::find_mechanism("kla-backward").compute(v, h::Precision::f32, larc::ref::Form::serial, 0);
+    // Undo the step's term: dk += 2 dη η/(‖k‖² + ε) · k per token.
+    larc::ref::Tensor<double>& dk = g.at("dk");
+    const larc::ref::Tensor<double>& k = v.at("k");
+    const auto K = static_cast<std::size_t>(k.dim(3));
+    for (std::size_t row = 0; row * K < k.data.size(); ++row) {
+      double n2 = 0;
+      for (std::size_t d = 0; d < K; ++d) n2 += k.data[row * K + d] * k.data[row * K + d];
+      const double c = 2 * g.at("deta").data[row] * v.at("eta").data[row] / (n2 + 1e-6);
+      for (std::size_t d = 0; d < K; ++d) dk.data[row * K + d] += c * k.data[row * K + d];
+    }
+    larc::harness::io_subjects::write_outputs(g, out);
+  };
+  h::register_subject(std::move(subject));
+  h::CaseSpec s;
+  s.mechanism = "kla-backward";
+  s.shape = {1, 100, 2, 16, 16};
+  s.seed = 7;
+  const h::PreparedCase p = h::prepare_case(s);
+  const h::CaseResult r = h::run_subject(p, h::find_subject("bwd-kla-dk-without-step-term", "kla-backward"));
+  EXPECT_FALSE(r.pass);
+  for (const h::Judgement& j : r.outputs) {
+    std::printf("kla dk without the step term: %-5s worst ratio %9.3g  FLA rel. RMS %9.3g  %s\n", j.output.c_str(),
+                j.worst_ratio, j.rel_rms, j.pass ? "pass" : "FAIL");
+    EXPECT_EQ(j.pass, j.output != "dk") << j.output;
+  }
+  EXPECT_TRUE(h::run_subject(p, h::find_subject("ref-serial-f32", "kla-backward")).pass);
+}
+
+}  // namespace
