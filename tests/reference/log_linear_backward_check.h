@@ -54,14 +54,18 @@ template <class S>
 using LogLinearTangent = ll::Gradients<S>;
 
 // Random rationals n/d, |n| ≤ 9, d ≤ 8 (λ too: any sign); α and β in (0, 1], with about a third of
-// the α exactly 0 when zero_decays; scale 1/2. β is drawn for Mamba-2 too (it must be ignored).
+// the α exactly 0 when zero_decays; scale 1/2. β is drawn for Mamba-2 too (it must be ignored). With
+// unit_keys the keys are exact unit vectors, so every GDN transition is a contraction (β ≤ 1) and rounded
+// runs stay well conditioned.
 inline ll::Problem<rational> make_log_linear_rational_problem(const LogLinearShape& s, std::uint64_t seed,
-                                                              bool zero_decays = false) {
+                                                              bool zero_decays = false, bool unit_keys = false) {
   larc::proofs::RationalSource src(seed, 9, 8);
   ll::Problem<rational> p;
   p.variant = s.variant;
   p.q = src.matrix(s.T, s.dk);
   p.k = src.matrix(s.T, s.dk);
+  if (unit_keys)
+    for (Eigen::Index t = 0; t < s.T; ++t) p.k.row(t) = src.unit_vector(s.dk).transpose();
   p.v = src.matrix(s.T, s.dv);
   p.alpha = Vec<rational>(s.T);
   p.beta = Vec<rational>(s.T);
