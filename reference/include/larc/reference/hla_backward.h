@@ -209,7 +209,7 @@ template <class S>
 S decay_matrix_adjoint(const Mat<S>& d_decay, const S& gamma) {
   S dgamma(0);
   for (Eigen::Index t = 0; t < d_decay.rows(); ++t)
-    for (Eigen::Index j = 0; j < t; ++j) dgamma += d_decay(t, j) * S(t - j) * power(gamma, t - j - 1);
+    for (Eigen::Index j = 0; j < t; ++j) dgamma += d_decay(t, j) * from_double<S>(static_cast<double>(t - j)) * power(gamma, t - j - 1);
   return dgamma;
 }
 
