@@ -50,8 +50,8 @@ using CcqTangent = ccq::Gradients<S, CcqBackboneGradients<B, S>>;
 
 // The backbone's rational problem and tangent (GDN: delta_rule_backward_check.h; GLA: gla_backward_check.h).
 template <CcqBackbone B>
-CcqBackboneProblem<B, rational> make_ccq_backbone(const Shape& s, std::uint64_t seed) {
-  if constexpr (B == CcqBackbone::gdn) return make_rational_case(Mechanism::gdn, s, seed).problem;
+CcqBackboneProblem<B, rational> make_ccq_backbone(const Shape& s, std::uint64_t seed, bool unit_keys = false) {
+  if constexpr (B == CcqBackbone::gdn) return make_rational_case(Mechanism::gdn, s, seed, unit_keys).problem;
   else return make_gla_rational_problem(s, seed);
 }
 template <CcqBackbone B>
@@ -61,11 +61,13 @@ CcqBackboneGradients<B, rational> make_ccq_backbone_tangent(const Shape& s, std:
 }
 
 // λ in (0, 1] given directly; the covariance; with s.initial_state also initial statistics (n_0 = 3).
-// For GLA with the backbone's decay, every channel of a is set to channel 0 (a scalar gate).
+// For GLA with the backbone's decay, every channel of a is set to channel 0 (a scalar gate). unit_keys
+// gives GDN exact unit keys (every transition a contraction, for rounded runs).
 template <CcqBackbone B>
-CcqProblem<B, rational> make_ccq_rational_problem(const Shape& s, CcqCovariance cov, std::uint64_t seed) {
+CcqProblem<B, rational> make_ccq_rational_problem(const Shape& s, CcqCovariance cov, std::uint64_t seed,
+                                                  bool unit_keys = false) {
   larc::proofs::RationalSource src(seed + 7, 9, 8);
-  CcqProblem<B, rational> p{make_ccq_backbone<B>(s, seed), {}, {}};
+  CcqProblem<B, rational> p{make_ccq_backbone<B>(s, seed, unit_keys), {}, {}};
   Vec<rational> lambda(s.T);
   for (Eigen::Index t = 0; t < s.T; ++t) lambda(t) = src.unit_interval();
   p.opt.lambda = lambda;
@@ -98,6 +100,43 @@ inline ccq::Cotangents<rational> make_ccq_cotangents(const Shape& s, Seeds w, st
     c.d_final_stats = ccq::KeyStats<rational>{src.matrix(s.dk, s.dk), src.vector(s.dk), src.next()};
   }
   return c;
+}
+
+template <class To, class From>
+ccq::KeyStats<To> cast_stats(const ccq::KeyStats<From>& s) {
+  return {larc::ref::cast_matrix<To>(s.c), larc::ref::cast_vector<To>(s.m), larc::ref::convert<To>(s.n)};
+}
+
+// A rational problem (λ given), tangent and cotangents in another scalar.
+template <CcqBackbone B, class To>
+CcqProblem<B, To> cast_ccq_problem(const CcqProblem<B, rational>& p) {
+  CcqProblem<B, To> r;
+  if constexpr (B == CcqBackbone::gdn) r.backbone = cast_case<To>(Case<rational>{p.backbone, {}, 0}).problem;
+  else r.backbone = cast_gla_problem<To>(p.backbone);
+  r.opt.lambda = larc::ref::cast_vector<To>(*p.opt.lambda);
+  r.opt.covariance = p.opt.covariance;
+  if (p.opt.decay) r.opt.decay = larc::ref::cast_vector<To>(*p.opt.decay);
+  if (p.initial_stats) r.initial_stats = cast_stats<To>(*p.initial_stats);
+  return r;
+}
+
+template <CcqBackbone B, class To>
+CcqTangent<B, To> cast_ccq_tangent(const CcqTangent<B, rational>& d) {
+  CcqTangent<B, To> r;
+  if constexpr (B == CcqBackbone::gdn) r.backbone = cast_gradients<To>(d.backbone);
+  else r.backbone = cast_gla_tangent<To>(d.backbone);
+  r.dlambda = larc::ref::cast_vector<To>(d.dlambda);
+  r.d_decay = larc::ref::cast_vector<To>(d.d_decay);
+  r.d_initial_stats = cast_stats<To>(d.d_initial_stats);
+  return r;
+}
+
+template <class To>
+ccq::Cotangents<To> cast_ccq_cotangents(const ccq::Cotangents<rational>& c) {
+  ccq::Cotangents<To> r{larc::ref::cast_matrix<To>(c.d_o), {}, {}};
+  if (c.d_final_state) r.d_final_state = larc::ref::cast_matrix<To>(*c.d_final_state);
+  if (c.d_final_stats) r.d_final_stats = cast_stats<To>(*c.d_final_stats);
+  return r;
 }
 
 template <class S>

@@ -45,41 +45,6 @@ CcqProblem<B, mpfr80> moved(const CcqProblem<B, mpfr80>& p, const CcqTangent<B, 
   return r;
 }
 
-template <class S>
-ccq::KeyStats<S> cast_stats(const ccq::KeyStats<rational>& s) {
-  return {larc::ref::cast_matrix<S>(s.c), larc::ref::cast_vector<S>(s.m), larc::ref::convert<S>(s.n)};
-}
-
-template <CcqBackbone B>
-CcqProblem<B, mpfr80> to_mpfr(const CcqProblem<B, rational>& p) {
-  CcqProblem<B, mpfr80> r;
-  if constexpr (B == CcqBackbone::gdn) r.backbone = cast_case<mpfr80>(Case<rational>{p.backbone, {}, 0}).problem;
-  else r.backbone = cast_gla_problem<mpfr80>(p.backbone);
-  r.opt.lambda = larc::ref::cast_vector<mpfr80>(*p.opt.lambda);
-  r.opt.covariance = p.opt.covariance;
-  if (p.opt.decay) r.opt.decay = larc::ref::cast_vector<mpfr80>(*p.opt.decay);
-  if (p.initial_stats) r.initial_stats = cast_stats<mpfr80>(*p.initial_stats);
-  return r;
-}
-
-template <CcqBackbone B>
-CcqTangent<B, mpfr80> to_mpfr(const CcqTangent<B, rational>& d) {
-  CcqTangent<B, mpfr80> r;
-  if constexpr (B == CcqBackbone::gdn) r.backbone = cast_gradients<mpfr80>(d.backbone);
-  else r.backbone = cast_gla_tangent<mpfr80>(d.backbone);
-  r.dlambda = larc::ref::cast_vector<mpfr80>(d.dlambda);
-  r.d_decay = larc::ref::cast_vector<mpfr80>(d.d_decay);
-  r.d_initial_stats = cast_stats<mpfr80>(d.d_initial_stats);
-  return r;
-}
-
-ccq::Cotangents<mpfr80> to_mpfr(const ccq::Cotangents<rational>& c) {
-  ccq::Cotangents<mpfr80> r{larc::ref::cast_matrix<mpfr80>(c.d_o), {}, {}};
-  if (c.d_final_state) r.d_final_state = larc::ref::cast_matrix<mpfr80>(*c.d_final_state);
-  if (c.d_final_stats) r.d_final_stats = cast_stats<mpfr80>(*c.d_final_stats);
-  return r;
-}
-
 // backbone, covariance, T, λ from w and b
 using Param = std::tuple<CcqBackbone, CcqCovariance, Eigen::Index, bool>;
 
@@ -94,8 +59,8 @@ void expect_central_differences(CcqCovariance cov, Eigen::Index T, bool sigmoid)
   const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(T) + 10 * static_cast<std::uint64_t>(cov) +
                              2 * static_cast<std::uint64_t>(B) + sigmoid;
   ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  CcqProblem<B, mpfr80> p = to_mpfr<B>(make_ccq_rational_problem<B>(shape, cov, seed));
-  CcqTangent<B, mpfr80> delta = to_mpfr<B>(make_ccq_tangent<B>(shape, seed + 1));
+  CcqProblem<B, mpfr80> p = cast_ccq_problem<B, mpfr80>(make_ccq_rational_problem<B>(shape, cov, seed));
+  CcqTangent<B, mpfr80> delta = cast_ccq_tangent<B, mpfr80>(make_ccq_tangent<B>(shape, seed + 1));
   if constexpr (B == CcqBackbone::gla)  // the moved gate must stay scalar for the covariance to read it
     if (cov == CcqCovariance::decayed_backbone)
       for (Eigen::Index i = 1; i < shape.dk; ++i) delta.backbone.da.col(i) = delta.backbone.da.col(0);
@@ -107,7 +72,7 @@ void expect_central_differences(CcqCovariance cov, Eigen::Index T, bool sigmoid)
     delta.dw = larc::ref::cast_vector<mpfr80>(Vec<rational>(src.vector(shape.dk)));
     delta.db = larc::ref::convert<mpfr80>(src.next());
   }
-  const ccq::Cotangents<mpfr80> cot = to_mpfr(make_ccq_cotangents(shape, Seeds::both, seed + 2));
+  const ccq::Cotangents<mpfr80> cot = cast_ccq_cotangents<mpfr80>(make_ccq_cotangents(shape, Seeds::both, seed + 2));
   auto loss = [&](const mpfr80& h) { return ccq_cotangent_pairing(cot, ccq::serial(moved<B>(p, delta, h))).value; };
   const mpfr80 difference = (loss(kStep) - loss(mpfr80(-kStep))) / (2 * kStep);
   const Pairing<mpfr80> adjoint = ccq_input_pairing<B, mpfr80>(ccq::backward(p, cot, 3), delta);
