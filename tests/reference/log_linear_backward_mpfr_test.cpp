@@ -6,7 +6,7 @@
 //  - the log-decay front end dg = α ⊙ dα against central differences in each g_t (α = e^g), one token at
 //    g = −∞ (α = 0), where dg must be exactly 0;
 //  - the baseline λ front end (λ = softplus(L_ℓ dl_tℓ)) along a random tangent of dl and of the level
-//    weights L.
+//    weights L, and the MLP front ends (softplus and softmax) along a random tangent of dl, W1, b1, W2, b2.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -116,6 +116,45 @@ TEST(LogLinearBackwardBaselineLambda, LevelInputAndWeightGradientsAgreeWithCentr
   const mpfr80 difference = (loss_at(kStep) - loss_at(mpfr80(-kStep))) / (2 * kStep);
   EXPECT_LE(abs(difference - adjoint.value), kDigits30 * adjoint.magnitude)
       << "central difference " << difference << ", adjoint " << adjoint.value;
+}
+
+// The MLP parameterisations with a nonzero W2 (at initialisation W2 = 0 and dW1 = 0), softplus and
+// softmax, along a random tangent of dl, W1, b1, W2 and b2.
+TEST(LogLinearBackwardLambdaMlp, ParameterAndInputGradientsAgreeWithCentralDifferences) {
+  for (const ll::LambdaActivation activation : {ll::LambdaActivation::softplus, ll::LambdaActivation::softmax}) {
+    const LogLinearShape shape{ll::Variant::mamba2, 9, 2, 3, 0};
+    const Eigen::Index levels = lambda_columns(shape), hidden = 3;
+    larc::proofs::RationalSource src(101, 9, 8);
+    auto matrix = [&](Eigen::Index r, Eigen::Index c) { return larc::ref::cast_matrix<mpfr80>(src.matrix(r, c)); };
+    auto vector = [&](Eigen::Index n) { return Vec<mpfr80>(matrix(n, 1)); };
+    ll::LambdaMlp<mpfr80> mlp{activation, matrix(hidden, levels), vector(hidden), matrix(levels, hidden), vector(levels)};
+    const ll::LambdaMlp<mpfr80> tangent{activation, matrix(hidden, levels), vector(hidden), matrix(levels, hidden), vector(levels)};
+    const Mat<mpfr80> dl = matrix(shape.T, levels), dl_tangent = matrix(shape.T, levels);
+    ll::Problem<mpfr80> p = cast_log_linear_problem<mpfr80>(make_log_linear_rational_problem(shape, 102));
+    const Mat<mpfr80> d_o = larc::ref::cast_matrix<mpfr80>(make_log_linear_cotangent(shape, 103));
+    auto loss_at = [&](const mpfr80& h) {
+      ll::LambdaMlp<mpfr80> moved = mlp;
+      moved.w1 += h * tangent.w1;
+      moved.b1 += h * tangent.b1;
+      moved.w2 += h * tangent.w2;
+      moved.b2 += h * tangent.b2;
+      ll::Problem<mpfr80> q = p;
+      q.lambda = moved.apply(Mat<mpfr80>(dl + h * dl_tangent));
+      return loss(q, d_o);
+    };
+    p.lambda = mlp.apply(dl);
+    const ll::LambdaMlpGradients<mpfr80> g = ll::lambda_mlp_backward(mlp, dl, ll::backward(p, d_o, 4).dlambda);
+    Pairing<mpfr80> adjoint;
+    adjoint.add(g.d_dl, dl_tangent);
+    adjoint.add(g.dw1, tangent.w1);
+    adjoint.add(g.db1, tangent.b1);
+    adjoint.add(g.dw2, tangent.w2);
+    adjoint.add(g.db2, tangent.b2);
+    const mpfr80 difference = (loss_at(kStep) - loss_at(mpfr80(-kStep))) / (2 * kStep);
+    EXPECT_LE(abs(difference - adjoint.value), kDigits30 * adjoint.magnitude)
+        << (activation == ll::LambdaActivation::softplus ? "softplus" : "softmax") << ": central difference " << difference
+        << ", adjoint " << adjoint.value;
+  }
 }
 
 }  // namespace

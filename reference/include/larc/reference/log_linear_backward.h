@@ -14,7 +14,8 @@
 //   materialized_backward the adjoint of materialized, O = scale (H ⊙ A) V, through its T×T matrices
 //                         (O(T²) memory: moderate T only).
 // Both use + − × only, so over rationals they are exact and must agree entry by entry.
-// baseline_lambda_backward maps dλ to the baseline λ parameterisation (softplus: not exact).
+// baseline_lambda_backward and lambda_mlp_backward map dλ to the λ parameterisations of
+// log_linear_lambda.h (softplus, softmax, GELU: not exact).
 #pragma once
 
 #include <cstdint>
@@ -231,6 +232,57 @@ BaselineLambdaGradients<S> baseline_lambda_backward(const Mat<S>& dl, const Vec<
       r.d_level_weights(l) += slope * dl(t, l) * dlambda(t, l);
     }
   return r;
+}
+
+// The MLP parameterisations (LambdaMlp: λ_t = act(z_t), z_t = W2 GELU(a_t) + b2, a_t = W1 dl_t + b1): the
+// gradients of dl and of W1, b1, W2, b2 from dλ. Per token, with g = dλ_t:
+//   softplus: dz = σ(z) ⊙ g;   softmax: dz = λ_t ⊙ (g − (λ_t·g) 1)
+//   dW2 += dz GELU(a)ᵀ,  db2 += dz,  da = GELU'(a) ⊙ (W2ᵀ dz),  dW1 += da dl_tᵀ,  db1 += da,  d dl_t = W1ᵀ da,
+// GELU'(x) = Φ(x) + x φ(x) with Φ(x) = (1 + erf(x/√2))/2, φ(x) = e^{−x²/2}/√(2π). Needs erf, e^x and √:
+// every rung but the exact one.
+template <class S>
+struct LambdaMlpGradients {
+  Mat<S> d_dl;       // T×L
+  Mat<S> dw1;        // h×L
+  Vec<S> db1;        // h
+  Mat<S> dw2;        // L×h
+  Vec<S> db2;        // L
+};
+
+template <class S>
+LambdaMlpGradients<S> lambda_mlp_backward(const LambdaMlp<S>& mlp, const Mat<S>& dl, const Mat<S>& dlambda) {
+  const Eigen::Index L = mlp.levels(), h = mlp.hidden();
+  if (dl.cols() != L || dlambda.rows() != dl.rows() || dlambda.cols() != L)
+    throw std::invalid_argument("log_linear::lambda_mlp_backward: dl and dlambda must be T×L with L = " + std::to_string(L) +
+                                " (the MLP's levels)");
+  if constexpr (ScalarTraits<S>::exact) no_transcendental<S>("erf");
+  using std::acos;
+  const S half = from_double<S>(0.5), inv_sqrt2 = S(1) / sqrt_of(from_double<S>(2.0));
+  const S inv_sqrt_2pi = S(1) / sqrt_of(S(from_double<S>(2.0) * S(acos(S(-1)))));
+  LambdaMlpGradients<S> g{Mat<S>(dl.rows(), L), Mat<S>::Zero(h, L), Vec<S>::Zero(h), Mat<S>::Zero(L, h), Vec<S>::Zero(L)};
+  for (Eigen::Index t = 0; t < dl.rows(); ++t) {
+    const Vec<S> x = dl.row(t).transpose(), d_lambda = dlambda.row(t).transpose();
+    const Vec<S> a = mlp.w1 * x + mlp.b1;
+    const Vec<S> hidden = a.unaryExpr([](const S& y) { return gelu(y); });
+    const Vec<S> z = mlp.w2 * hidden + mlp.b2;
+    Vec<S> dz;
+    if (mlp.activation == LambdaActivation::softplus) {
+      dz = z.unaryExpr([](const S& y) { return sigmoid(y); }).cwiseProduct(d_lambda);
+    } else {
+      const Vec<S> lambda = mlp(x);
+      dz = lambda.cwiseProduct((d_lambda.array() - S(lambda.dot(d_lambda))).matrix());
+    }
+    g.dw2.noalias() += dz * hidden.transpose();
+    g.db2 += dz;
+    const Vec<S> slope = a.unaryExpr([&](const S& y) {
+      return S(half * (S(1) + erf_of(S(y * inv_sqrt2))) + y * exp_of(S(-half * y * y)) * inv_sqrt_2pi);
+    });
+    const Vec<S> da = slope.cwiseProduct(mlp.w2.transpose() * dz);
+    g.dw1.noalias() += da * x.transpose();
+    g.db1 += da;
+    g.d_dl.row(t) = (mlp.w1.transpose() * da).transpose();
+  }
+  return g;
 }
 
 }  // namespace larc::ref::log_linear
