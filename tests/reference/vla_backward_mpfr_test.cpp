@@ -9,7 +9,8 @@
 // And the penalty's scale invariance with the normalisations on (no nudge): λ0 → c² λ0, u → c u gives
 // A_t → A_t / c² and leaves α̂_t, so every S_t and o_t, unchanged; hence
 //   2 λ0 dλ0 + Σ_t u_t·du_t = −2 ⟨A_T, dA_T⟩,
-// checked to 30 digits (it needs √, so it is not among the exact identities).
+// checked to 30 digits (it needs √, so it is not among the exact identities). Last, the authors' penalty
+// directions u = norm(W_u k)/√d_k composed with backward, along a random tangent of k and W_u.
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -100,6 +101,32 @@ TEST(VlaBackwardMpfr, PenaltyScaleInvarianceWithNormalisedWrites) {
     EXPECT_LE(abs(lhs.value - rhs.value), kDigits30 * (lhs.magnitude + rhs.magnitude))
         << (ratio ? "ratio" : "plain") << ": 2 λ0 dλ0 + Σ u·du = " << lhs.value << ", −2 ⟨A_T, dA_T⟩ = " << rhs.value;
   }
+}
+
+// The authors' penalty directions u = norm(W_u k)/√d_k composed with backward: the key's total gradient
+// (backward's dk plus W_uᵀ dx) and dW_u, along a random tangent of k and W_u (everything else fixed).
+TEST(VlaBackwardMpfr, AuthorsPenaltyDirectionsChainRule) {
+  const VlaShape shape{6, 3, 2, true, false, false, true, vla::FeatureMap::elu_plus_one};
+  vla::Problem<mpfr80> p = make_problem(shape, 41);
+  larc::proofs::RationalSource src(42, 9, 8);
+  const Mat<mpfr80> w_u = larc::ref::cast_matrix<mpfr80>(src.matrix(3, 3)), dw_u = larc::ref::cast_matrix<mpfr80>(src.matrix(3, 3));
+  const Mat<mpfr80> dk = larc::ref::cast_matrix<mpfr80>(src.matrix(shape.T, 3));
+  const vla::Cotangents<mpfr80> cot = cast_vla_cotangents<mpfr80>(make_vla_cotangents(shape, Seeds::both, 43));
+  auto loss = [&](const mpfr80& h) {
+    vla::Problem<mpfr80> q = p;
+    q.k += h * dk;
+    q.u = vla::authors_penalty_directions<mpfr80>(q.k, Mat<mpfr80>(w_u + h * dw_u));
+    return vla_cotangent_pairing(cot, vla::serial(q)).value;
+  };
+  p.u = vla::authors_penalty_directions<mpfr80>(p.k, w_u);
+  const vla::Gradients<mpfr80> g = vla::backward(p, cot, 3);
+  const vla::PenaltyDirectionGradients<mpfr80> pg = vla::authors_penalty_directions_backward(p.k, w_u, g.du);
+  Pairing<mpfr80> adjoint;
+  adjoint.add(Mat<mpfr80>(g.dk + pg.dk), dk);
+  adjoint.add(pg.dw_u, dw_u);
+  const mpfr80 difference = (loss(kStep) - loss(mpfr80(-kStep))) / (2 * kStep);
+  EXPECT_LE(abs(difference - adjoint.value), kDigits30 * adjoint.magnitude)
+      << "central difference " << difference << ", adjoint " << adjoint.value;
 }
 
 }  // namespace

@@ -162,4 +162,23 @@ Gradients<S> backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index 
   return g;
 }
 
+// The authors' penalty directions u_t = norm(W_u k_t) / √d_k (authors_penalty_directions): with
+// x_t = W_u k_t and N the adjoint of norm, dx_t = N(x_t, du_t) / √d_k, the key's extra gradient
+// dk_t = W_uᵀ dx_t (to add to backward's dk) and dW_u = Σ_t dx_t k_tᵀ. Needs √.
+template <class S>
+struct PenaltyDirectionGradients {
+  Mat<S> dk;   // T×d_k
+  Mat<S> dw_u;  // d_k×d_k
+};
+
+template <class S>
+PenaltyDirectionGradients<S> authors_penalty_directions_backward(const Mat<S>& k_raw, const Mat<S>& w_u, const Mat<S>& du) {
+  if (w_u.rows() != k_raw.cols() || w_u.cols() != k_raw.cols() || du.rows() != k_raw.rows() || du.cols() != k_raw.cols())
+    throw std::invalid_argument("vla::authors_penalty_directions_backward: w_u must be d_k×d_k and du T×d_k like k");
+  const Mat<S> x = k_raw * w_u.transpose();  // row t = (W_u k_t)ᵀ
+  const S inv_sqrt_d = S(1) / sqrt_of(from_double<S>(static_cast<double>(k_raw.cols())));
+  const Mat<S> dx = inv_sqrt_d * delta_rule::l2_normalized_rows_backward<S>(x, du, S(0));
+  return {dx * w_u, dx.transpose() * k_raw};
+}
+
 }  // namespace larc::ref::vla
