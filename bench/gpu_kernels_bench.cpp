@@ -95,7 +95,8 @@ void run(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, bool deco
   for (std::size_t i = 0; i < w.sets.size(); ++i) launch();  // warm-up: every copy once
   // A decode step is one launch in a stream of them: decode rows time 32 back-to-back launches (each on
   // its own rotated copy) and report the time per launch, so the GPU's start-up of an isolated launch
-  // (several µs, as long as the whole step at B×H = 132) is not counted as state traffic time.
+  // (as long as the whole step at small batch × heads: docs/gpu.md, "Benchmarks") is not counted as
+  // state traffic time.
   const int launches_per_timing = decode ? 32 : 1;
   for (auto _ : state) {
     float ms = 0;
