@@ -57,7 +57,7 @@ inline const std::vector<BadFixture>& bad_fixtures() {
   static const std::vector<BadFixture> all = {
       {"nan_input", "tensor 'q'.*(NaN|nan)", [](auto& f) { set_value(f, "q", 3, std::nan("")); }},
       {"inf_input", "tensor 'v'.*(Inf|inf)", [](auto& f) { set_value(f, "v", 0, -inf); }},
-      {"beta_above_one", "input 'beta' holds 1\\.5 at flat index 2, outside \\[0, 1\\]", [](auto& f) { set_value(f, "beta", 2, 1.5); }},
+      {"beta_above_two", "input 'beta' holds 2\\.5 at flat index 2, outside \\[0, 2\\]", [](auto& f) { set_value(f, "beta", 2, 2.5); }},
       {"beta_negative", "input 'beta' holds -0\\.25", [](auto& f) { set_value(f, "beta", 0, -0.25); }},
       {"g_positive", "input 'g' holds 0\\.5 at flat index 4, outside \\[-inf, 0\\]", [](auto& f) { set_value(f, "g", 4, 0.5); }},
       {"nan_oracle", "tensor 'oracle\\.o'.*(NaN|nan)", [](auto& f) { set_value(f, "oracle.o", 1, std::nan("")); }},

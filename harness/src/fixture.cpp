@@ -125,9 +125,9 @@ PreparedCase parse_fixture(const fx::SafetensorsFile& f) {
   p.spec.origin = src;
   p.spec.subject.clear();
   const fx::DType want = file_dtype(p.spec.dtype);
-  const auto require_finite = [&](const fx::TensorData& t, const std::string& name) {
+  const auto require_finite = [&](const fx::TensorData& t, const std::string& name, bool minus_infinity = false) {
     try {
-      fx::require_finite(t, name);
+      fx::require_finite(t, name, minus_infinity);
     } catch (const fx::FixtureError& e) {
       throw fx::FixtureError(src + ": " + e.what());
     }
@@ -136,7 +136,7 @@ PreparedCase parse_fixture(const fx::SafetensorsFile& f) {
     if (in.optional && !f.tensors.count(in.name)) continue;
     const fx::TensorData& t =
         fx::require_tensor(f, in.name, {in.always_fp32 ? fx::DType::F32 : want}, dims_of(in.dims, p.spec.shape));
-    require_finite(t, in.name);
+    require_finite(t, in.name, in.minus_infinity);
     p.inputs.emplace(in.name, typed_of(t));
   }
   try {

@@ -197,7 +197,6 @@ const std::vector<Mechanism>& mechanisms() {
     detail::register_hla_mechanisms(out);
     detail::register_log_linear_mechanisms(out);
     detail::register_ccq_mechanisms(out);
-    detail::register_backward_mechanisms(out);
     return out;
   }();
   return all;

@@ -93,6 +93,14 @@ ref::Tensor<double> log_decays_in(Rng& rng, std::vector<std::int64_t> shape, dou
   return g;
 }
 
+TensorSpec gradient_spec(std::string name, std::string dims, std::string meaning) {
+  return {.name = std::move(name), .dims = std::move(dims), .meaning = std::move(meaning)};
+}
+
+TensorSpec initial_state_gradient_spec() {
+  return {.name = "dh0", .dims = "BHKV", .meaning = "∂L/∂initial_state (float32)", .always_fp32 = true};
+}
+
 Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> gradients) {
   Mechanism m;
   m.name = forward.name + "-backward";

@@ -122,6 +122,11 @@ template <class GradientsAt>
 Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at);
 Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> gradients);
 
+// A gradient output's spec, and dh0's ([B,H,K,V], float32 like the initial state); gradient_twin marks
+// each as a gradient.
+TensorSpec gradient_spec(std::string name, std::string dims, std::string meaning);
+TensorSpec initial_state_gradient_spec();
+
 // The cotangents of a gradient case in scalar S: do, and dht when the case has one.
 template <class S>
 ref::Tensor<S> output_cotangent_in(const ValueMap& in) {
@@ -151,7 +156,6 @@ void register_vla_mechanisms(std::vector<Mechanism>& out);
 void register_hla_mechanisms(std::vector<Mechanism>& out);
 void register_log_linear_mechanisms(std::vector<Mechanism>& out);
 void register_ccq_mechanisms(std::vector<Mechanism>& out);  // after gla and gdn: CCQ takes their inputs
-// After the forward mechanisms: each gradient twin starts from its forward mechanism.
-void register_backward_mechanisms(std::vector<Mechanism>& out);
+
 
 }  // namespace larc::harness::detail

@@ -1,11 +1,11 @@
 // GDN, DeltaNet and KLA (reference/delta_rule.h) as gate mechanisms, with FLA's
 // chunk_gated_delta_rule conventions: q, k [B,T,H,K], v [B,T,H,V], g log-decays [B,T,H], beta
 // [B,T,H] (KLA: eta [B,T,H], β = η/(‖k‖² + ε)), scale K^{-1/2}, an optional initial state
-// [B,H,K,V] in float32 (the initial_state knob), outputs o
-// [B,T,H,V] and the final state [B,H,K,V] in float32.
+// [B,H,K,V] in float32 (the initial_state knob), outputs o [B,T,H,V] and the final state [B,H,K,V]
+// in float32; and their gradient twins (docs/gate.md "Gradient cases").
 #include <cmath>
 
-#include "larc/reference/delta_rule.h"
+#include "larc/reference/delta_rule_backward.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
@@ -150,12 +150,57 @@ Mechanism kla() {
   });
   return m;
 }
+
+// The delta rules' gradients: dq, dk, dv, the decay's (when it has one), the step's, dh0.
+std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step) {
+  std::vector<TensorSpec> g = {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k"),
+                               gradient_spec("dv", "BTHV", "∂L/∂v")};
+  if (decay) g.push_back(gradient_spec("dg", "BTH", "∂L/∂g (log-decays)"));
+  g.push_back(gradient_spec("d" + step, "BTH", "∂L/∂" + step));
+  g.push_back(initial_state_gradient_spec());
+  return g;
+}
+
+template <class S>
+dr::BatchedCotangents<S> cotangents_in(const ValueMap& in) {
+  return {output_cotangent_in<S>(in), state_cotangent_in<S>(in)};
+}
+
+template <class S>
+ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& step) {
+  ValueMap out{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
+               {"d" + step, to_double_tensor(g.dbeta)}, {"dh0", to_double_tensor(g.d_initial_state)}};
+  if (!g.dg.data.empty()) out.emplace("dg", to_double_tensor(g.dg));
+  return out;
+}
 }  // namespace
 
 void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
-  out.push_back(gdn());
-  out.push_back(deltanet());
-  out.push_back(kla());
+  const Mechanism gdn_m = gdn(), deltanet_m = deltanet(), kla_m = kla();
+  out.push_back(gdn_m);
+  out.push_back(deltanet_m);
+  out.push_back(kla_m);
+  // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
+  out.push_back(gradient_twin(gdn_m, delta_rule_gradients(true, "beta"), []<class S>(const ValueMap& in) {
+    return gradient_values(dr::gdn_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                       cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
+                                                       cast_tensor<S>(in.at("beta")), cotangents_in<S>(in), {},
+                                                       initial_state_in<S>(in)),
+                           "beta");
+  }));
+  out.push_back(gradient_twin(deltanet_m, delta_rule_gradients(false, "beta"), []<class S>(const ValueMap& in) {
+    return gradient_values(dr::deltanet_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                            cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
+                                                            cotangents_in<S>(in), {}, initial_state_in<S>(in)),
+                           "beta");
+  }));
+  out.push_back(gradient_twin(kla_m, delta_rule_gradients(true, "eta"), []<class S>(const ValueMap& in) {
+    return gradient_values(dr::kla_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                       cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
+                                                       cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps),
+                                                       cotangents_in<S>(in), {}, initial_state_in<S>(in)),
+                           "eta");
+  }));
 }
 
 }  // namespace larc::harness::detail

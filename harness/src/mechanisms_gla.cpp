@@ -1,7 +1,7 @@
 // Gated linear attention (reference/gla.h) as a gate mechanism, FLA's chunk_gla conventions:
 // q, k [B,T,H,K], v [B,T,H,V], gk [B,T,H,K] per-channel log-decays (≤ 0), scale K^{-1/2}, an optional
 // initial state [B,H,K,V] in float32 (the initial_state knob); outputs o [B,T,H,V] and the final state [B,H,K,V] in float32.
-#include "larc/reference/gla.h"
+#include "larc/reference/gla_backward.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
@@ -41,6 +41,19 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
   };
   set_compute(m, outputs);
   out.push_back(std::move(m));
+  // The gradient twin (docs/gate.md "Gradient cases"), through the reference's backward verb.
+  out.push_back(gradient_twin(
+      out.back(),
+      {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k"), gradient_spec("dv", "BTHV", "∂L/∂v"),
+       gradient_spec("dgk", "BTHK", "∂L/∂gk (per-channel log-decays)"), initial_state_gradient_spec()},
+      []<class S>(const ValueMap& in) {
+        const auto g = ref::gla::gla_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                         cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("gk")),
+                                                         output_cotangent_in<S>(in), state_cotangent_in<S>(in), {},
+                                                         initial_state_in<S>(in));
+        return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
+                        {"dgk", to_double_tensor(g.dgk)}, {"dh0", to_double_tensor(g.d_initial_state)}};
+      }));
 }
 
 }  // namespace larc::harness::detail

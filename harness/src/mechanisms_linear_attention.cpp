@@ -5,7 +5,7 @@
 // the ratio form, the final normaliser z [B,H,K], both in float32.
 #include <cmath>
 
-#include "larc/reference/linear_attention.h"
+#include "larc/reference/linear_attention_backward.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
@@ -14,6 +14,20 @@ namespace {
 namespace la = ref::linear_attention;
 
 constexpr double kRatioEps = 1e-6;
+
+// The read of "la" (identity features, scale K^{-1/2}) or "la-ratio" (φ = ELU + 1, ε) in scalar S.
+template <class S>
+la::Options<S> options_of(bool ratio, std::int64_t K) {
+  la::Options<S> opt;
+  opt.ratio = ratio;
+  if (ratio) {
+    opt.feature = la::FeatureMap::elu_plus_one;
+    opt.eps = ref::from_double<S>(kRatioEps);
+  } else {
+    opt.scale = S(1) / ref::sqrt_of(ref::from_double<S>(static_cast<double>(K)));
+  }
+  return opt;
+}
 
 Mechanism linear_attention(bool ratio) {
   Mechanism m;
@@ -44,16 +58,9 @@ Mechanism linear_attention(bool ratio) {
   // The outputs of la_batched in scalar S, in `form`, with the chunked form's operands rounded to
   // `operands` (compute and compute_io differ only in these).
   auto outputs = [ratio]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-    la::Options<S> opt;
-    opt.ratio = ratio;
-    if (ratio) {
-      opt.feature = la::FeatureMap::elu_plus_one;
-      opt.eps = ref::from_double<S>(kRatioEps);
-    } else {
-      opt.scale = S(1) / ref::sqrt_of(ref::from_double<S>(static_cast<double>(in.at("q").dim(3))));
-    }
-    const la::BatchedResult<S> r = la::la_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                     cast_tensor<S>(in.at("v")), opt, initial_state_in<S>(in), {}, form, chunk, operands);
+    const la::BatchedResult<S> r =
+        la::la_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
+                          options_of<S>(ratio, in.at("q").dim(3)), initial_state_in<S>(in), {}, form, chunk, operands);
     ValueMap out{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
     if (ratio) out["final_normalizer"] = to_double_tensor(r.final_normalizer);
     return out;
@@ -65,6 +72,19 @@ Mechanism linear_attention(bool ratio) {
 
 void register_linear_attention_mechanisms(std::vector<Mechanism>& out) {
   out.push_back(linear_attention(false));
+  // The plain read's gradient twin (docs/gate.md "Gradient cases"), through the reference's backward verb.
+  out.push_back(gradient_twin(
+      out.back(),
+      {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k"), gradient_spec("dv", "BTHV", "∂L/∂v"),
+       initial_state_gradient_spec()},
+      []<class S>(const ValueMap& in) {
+        const auto g = la::la_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
+                                                  cast_tensor<S>(in.at("v")), options_of<S>(false, in.at("q").dim(3)),
+                                                  output_cotangent_in<S>(in), state_cotangent_in<S>(in),
+                                                  initial_state_in<S>(in));
+        return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
+                        {"dh0", to_double_tensor(g.d_initial_state)}};
+      }));
   out.push_back(linear_attention(true));
 }
 

@@ -149,8 +149,10 @@ std::string CaseSpec::reproduce() const {
 }
 
 const Judgement* CaseResult::main_output() const {
-  for (const Judgement& j : outputs)
-    if (j.output == "o") return &j;
+  for (const Mechanism& m : mechanisms())  // o, or a gradient twin's first gradient
+    if (m.name == spec.mechanism)
+      for (const Judgement& j : outputs)
+        if (j.output == m.outputs.front().name) return &j;
   return nullptr;
 }
 
@@ -221,7 +223,10 @@ CaseResult judge_candidate(const PreparedCase& p, const TensorMap& candidate, co
   r.spec = p.spec;
   const Mechanism& m = find_mechanism(p.spec.mechanism);
   check_inputs(m, p);
-  if (!candidate.count("o")) throw std::invalid_argument("candidate: tensor 'o' is missing");
+  // A forward's candidate must hold its main output; a gradient twin's, every gradient.
+  for (const TensorSpec& o : m.outputs)
+    if (!candidate.count(o.name) && (m.computes_gradients() || &o == &m.outputs.front()))
+      throw std::invalid_argument("candidate: tensor '" + o.name + "' is missing (" + m.name + " has " + o.meaning + ")");
   ValueMap values;
   for (const auto& [name, t] : candidate) {
     bool known = false;

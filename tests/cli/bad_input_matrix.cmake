@@ -51,8 +51,8 @@ foreach(entry ${bad_fixture_rows})
     gate --no-grid --random 0 --fixtures ${LARC_BAD_INPUTS}/${row}.safetensors)
 endforeach()
 # larc diff
-larc_bad_input(diff_fixture_beta_above_one "beta_above_one\\.safetensors: gdn: input 'beta' holds 1\\.5"
-  diff ${LARC_BAD_INPUTS}/beta_above_one.safetensors ${LARC_BAD_INPUTS}/good.safetensors --prefix oracle.)
+larc_bad_input(diff_fixture_beta_above_two "beta_above_two\\.safetensors: gdn: input 'beta' holds 2\\.5"
+  diff ${LARC_BAD_INPUTS}/beta_above_two.safetensors ${LARC_BAD_INPUTS}/good.safetensors --prefix oracle.)
 larc_bad_input(diff_fixture_other_format_version "format is 'larc-fixture/2' \\(written by larc 9\\.0\\.0\\)"
   diff ${LARC_BAD_INPUTS}/other_format_version.safetensors ${LARC_BAD_INPUTS}/good.safetensors --prefix oracle.)
 larc_bad_input(diff_candidate_wrong_shape "tensor 'o': expected shape \\[1, 5, 1, 2\\], got \\[1, 5, 1, 3\\]"
@@ -83,7 +83,7 @@ larc_bad_input(gen_shape_zero_length "shape: T must be at least 1, got 0"
 larc_bad_input(gen_seed_negative "--seed: ${whole} 0 .*got '-1'"
   fixtures gen --mechanism gdn --seed -1 --out ${LARC_BAD_INPUTS}/x.safetensors)
 larc_bad_input(gen_knob_out_of_range "knob 'beta_hi': expected a value in"
-  fixtures gen --mechanism gdn --knob beta_hi=2 --out ${LARC_BAD_INPUTS}/x.safetensors)
+  fixtures gen --mechanism gdn --knob beta_hi=3 --out ${LARC_BAD_INPUTS}/x.safetensors)
 larc_bad_input(gen_unknown_mechanism "mechanism: unknown 'nope'" fixtures gen --mechanism nope --out ${LARC_BAD_INPUTS}/x.safetensors)
 larc_bad_input(gen_without_out "fixtures gen: give --mechanism and --out" fixtures gen --mechanism gdn)
 larc_bad_input(gen_unwritable_out "no/such/dir/x\\.safetensors: cannot write"

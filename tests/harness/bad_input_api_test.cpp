@@ -155,10 +155,10 @@ TEST(BadInputShapeOf, InfInput) {
   expect_refused([&] { h::find_mechanism("gdn").shape_of(in); }, "gdn: input 'q' holds a non-finite value at flat index 0");
 }
 
-TEST(BadInputShapeOf, BetaAboveOne) {
+TEST(BadInputShapeOf, BetaAboveTwo) {
   h::ValueMap in = gdn_inputs();
-  in["beta"].data[3] = 1.25;
-  expect_refused([&] { h::find_mechanism("gdn").shape_of(in); }, "gdn: input 'beta' holds 1\\.25 at flat index 3, outside \\[0, 1\\]");
+  in["beta"].data[3] = 2.25;
+  expect_refused([&] { h::find_mechanism("gdn").shape_of(in); }, "gdn: input 'beta' holds 2\\.25 at flat index 3, outside \\[0, 2\\]");
 }
 
 TEST(BadInputShapeOf, BetaBelowZeroDeltaNet) {
@@ -226,10 +226,10 @@ TEST(BadInputRunCase, KnobNaN) {
   expect_refused([&] { h::run_case(c); }, "knob 'decay_max': expected a value in \\[0\\.001.*, got nan");
 }
 
-TEST(BadInputRunCase, KnobBetaRangeAboveOne) {
+TEST(BadInputRunCase, KnobBetaRangeAboveTwo) {
   h::CaseSpec c = gdn_case({1, 4, 1, 2, 2});
-  c.knobs["beta_hi"] = 1.5;
-  expect_refused([&] { h::run_case(c); }, "knob 'beta_hi': expected a value in \\[0, 1\\], got 1\\.5 \\(β");
+  c.knobs["beta_hi"] = 2.5;
+  expect_refused([&] { h::run_case(c); }, "knob 'beta_hi': expected a value in \\[0, 2\\], got 2\\.5 \\(β");
 }
 
 // A prepared case whose input `name` has element 0 replaced by `value`.
@@ -254,8 +254,8 @@ TEST(BadInputRunSubject, InfInput) {
 }
 
 TEST(BadInputRunSubject, BetaOutOfRange) {
-  const h::PreparedCase p = prepared_with("beta", 2);
-  expect_refused([&] { h::run_subject(p, h::find_subject("ref-serial-f32", "gdn")); }, "gdn: input 'beta' holds 2 at flat index 0, outside \\[0, 1\\]");
+  const h::PreparedCase p = prepared_with("beta", 3);
+  expect_refused([&] { h::run_subject(p, h::find_subject("ref-serial-f32", "gdn")); }, "gdn: input 'beta' holds 3 at flat index 0, outside \\[0, 2\\]");
 }
 
 TEST(BadInputRunSubject, InputsOfAnotherShapeThanTheCase) {

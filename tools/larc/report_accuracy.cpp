@@ -118,6 +118,7 @@ void run_case(const Grid& g, const h::Mechanism& m, std::int64_t T, std::uint64_
 GridData compute_grid(const ReportContext& ctx, const Grid& g) {
   GridData data;
   for (const h::Mechanism& m : h::mechanisms()) {
+    if (m.computes_gradients()) continue;  // the report's figures are of the forward output o
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < g.lengths.size(); ++i)
       for (int s = 0; s < g.seeds[i]; ++s)
@@ -201,6 +202,7 @@ Section error_vs_length_section(const ReportContext& ctx, const Grid& g, const G
   for (std::size_t i = 0; i < 2 * kDtypes.size(); ++i) md << "---|";
   md << "\n";
   for (const h::Mechanism& m : h::mechanisms()) {
+    if (m.computes_gradients()) continue;
     md << "| " << m.name << " |";
     for (Dtype d : kDtypes)
       for (std::int64_t T : {g.lengths.front(), g.lengths.back()}) {

@@ -92,6 +92,8 @@ struct Mechanism {
   std::function<ValueMap(const ValueMap& inputs, ref::OperandFormat operands, std::int64_t chunk)> compute_io;
 
   const TensorSpec& output(std::string_view name) const;  // throws std::invalid_argument
+  // A gradient twin's (its outputs are gradients, docs/gate.md "Gradient cases").
+  bool computes_gradients() const { return !outputs.empty() && outputs.front().gradient; }
   // The index of the time axis (T) of an output, -1 for outputs without one (final states).
   int time_axis(std::string_view output_name) const;
   // Without a time axis, the slices of an output: per (sequence, head), 2, for a gradient [B,H,…];

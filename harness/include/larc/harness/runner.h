@@ -62,7 +62,8 @@ struct CaseResult {
   bool deterministic = true;         // two runs gave bitwise equal outputs
   std::string oracle_method;
   double seconds = 0;
-  // The judgement of output "o" (every mechanism has it), or nullptr when it was not judged.
+  // The judgement of the main output ("o"; a gradient twin's first gradient), or nullptr when it was
+  // not judged.
   const Judgement* main_output() const;
 };
 
@@ -70,7 +71,8 @@ struct CaseResult {
 // must be the case's).
 CaseResult run_subject(const PreparedCase& prepared, const Subject& subject, const ToleranceConfig& config = {});
 // Judges outputs computed elsewhere (`larc diff`): every output of the mechanism present in
-// `candidate` is judged, "o" is required; values of any float dtype are taken as they are.
+// `candidate` is judged; the main output ("o") is required, and for a gradient twin every gradient;
+// values of any float dtype are taken as they are.
 // The verdict of each output is at the grade `grades` declares for it (grade.h).
 CaseResult judge_candidate(const PreparedCase& prepared, const TensorMap& candidate, const GradeDeclaration& grades = {},
                            const ToleranceConfig& config = {});
