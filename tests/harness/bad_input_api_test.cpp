@@ -258,6 +258,20 @@ TEST(BadInputRunSubject, BetaOutOfRange) {
   expect_refused([&] { h::run_subject(p, h::find_subject("ref-serial-f32", "gdn")); }, "gdn: input 'beta' holds 3 at flat index 0, outside \\[0, 2\\]");
 }
 
+// A gradient file must hold every gradient the mechanism has: the one missing is named.
+TEST(BadInputJudgeCandidate, GradientFileMissingAGradient) {
+  h::CaseSpec c;
+  c.mechanism = "gdn-backward";
+  c.shape = {1, 4, 1, 2, 2};
+  const h::PreparedCase p = h::prepare_case(c);
+  h::TensorMap candidate;
+  for (const auto& [name, values] : p.oracle)
+    if (name != "dbeta") candidate.emplace(name, h::TypedTensor::encode(Dtype::fp32, values));
+  expect_refused([&] { h::judge_candidate(p, candidate); }, "candidate: tensor 'dbeta' is missing \\(gdn-backward has ∂L/∂beta\\)");
+  candidate.emplace("dbeta", h::TypedTensor::encode(Dtype::fp32, p.oracle.at("dbeta")));
+  EXPECT_TRUE(h::judge_candidate(p, candidate).pass);
+}
+
 TEST(BadInputRunSubject, InputsOfAnotherShapeThanTheCase) {
   h::PreparedCase p = h::prepare_case(gdn_case({1, 4, 1, 2, 2}));
   p.spec.shape.T = 5;
