@@ -98,12 +98,15 @@ Campaign::Campaign(CampaignConfig config) : config_(std::move(config)) {
     throw std::invalid_argument("campaign: no registered subject matches --subject, --mechanism and --dtype together");
   for (const auto& [name, value] : config_.knobs) {
     bool any = false;
-    for (const CampaignCell& c : cells_)
-      for (const Knob& k : find_mechanism(c.subject->mechanism).knobs) any = any || k.name == name;
+    for (const CampaignCell& c : cells_) {
+      const Mechanism& m = find_mechanism(c.subject->mechanism);
+      for (const Knob& k : m.knobs)
+        if (k.name == name) {
+          any = true;
+          m.resolve_knobs({{name, value}});  // a value outside the knob's range: refused naming it
+        }
+    }
     if (!any) throw std::invalid_argument("--knob: no selected mechanism has a knob named '" + name + "'");
-    for (const CampaignCell& c : cells_)  // a value outside a knob's range: refused naming it
-      if (find_mechanism(c.subject->mechanism).resolve_knobs({}).count(name))
-        find_mechanism(c.subject->mechanism).resolve_knobs({{name, value}});
   }
   for (const CampaignCell& c : cells_) {  // the largest case a cell may draw must fit (kMaxTensorElements)
     const ShapeLimits& lim = c.subject->limits;

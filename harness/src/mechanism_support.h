@@ -129,14 +129,10 @@ TensorSpec initial_state_gradient_spec();
 
 // The cotangents of a gradient case in scalar S: do, and dht when the case has one.
 template <class S>
-ref::Tensor<S> output_cotangent_in(const ValueMap& in) {
-  return cast_tensor<S>(in.at("do"));
-}
-template <class S>
-std::optional<ref::Tensor<S>> state_cotangent_in(const ValueMap& in) {
-  const auto it = in.find("dht");
-  if (it == in.end()) return std::nullopt;
-  return cast_tensor<S>(it->second);
+ref::BatchedCotangents<S> cotangents_in(const ValueMap& in) {
+  ref::BatchedCotangents<S> c{cast_tensor<S>(in.at("do")), std::nullopt};
+  if (const auto it = in.find("dht"); it != in.end()) c.d_final_state = cast_tensor<S>(it->second);
+  return c;
 }
 
 template <class GradientsAt>

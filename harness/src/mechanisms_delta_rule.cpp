@@ -162,11 +162,6 @@ std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step
 }
 
 template <class S>
-dr::BatchedCotangents<S> cotangents_in(const ValueMap& in) {
-  return {output_cotangent_in<S>(in), state_cotangent_in<S>(in)};
-}
-
-template <class S>
 ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& step) {
   ValueMap out{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
                {"d" + step, to_double_tensor(g.dbeta)}, {"dh0", to_double_tensor(g.d_initial_state)}};

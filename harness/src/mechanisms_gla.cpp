@@ -49,8 +49,7 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
       []<class S>(const ValueMap& in) {
         const auto g = ref::gla::gla_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
                                                          cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("gk")),
-                                                         output_cotangent_in<S>(in), state_cotangent_in<S>(in), {},
-                                                         initial_state_in<S>(in));
+                                                         cotangents_in<S>(in), {}, initial_state_in<S>(in));
         return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
                         {"dgk", to_double_tensor(g.dgk)}, {"dh0", to_double_tensor(g.d_initial_state)}};
       }));

@@ -22,8 +22,8 @@ namespace {
 namespace h = larc::harness;
 using larc::ref::Dtype;
 
-// GDN in float from the inputs, the initial state dropped.
-void register_ignoring_subject(const std::string& name, bool takes_initial_state) {
+// GDN in float from the inputs as `edit` leaves them (a kernel that assumes something of its inputs).
+void register_edited_gdn(const std::string& name, std::function<void(h::ValueMap&)> edit, bool takes_initial_state = true) {
   for (const h::Subject& s : h::subjects())
     if (s.name == name) return;
   h::Subject s;
@@ -31,14 +31,19 @@ void register_ignoring_subject(const std::string& name, bool takes_initial_state
   s.mechanism = "gdn";
   s.dtypes = {Dtype::bf16, Dtype::fp32};
   s.takes_initial_state = takes_initial_state;
-  s.launch = [](const h::TensorMap& in, h::TensorMap& out) {
+  s.launch = [edit](const h::TensorMap& in, h::TensorMap& out) {
     h::ValueMap values = h::decode_all(in);
-    values.erase("initial_state");
+    edit(values);
     const h::ValueMap o = h::find_mechanism("gdn").compute(values, h::Precision::f32, larc::ref::Form::serial, 0);
     for (auto& [n, t] : out)
       for (std::size_t i = 0; i < t.size(); ++i) t.set(i, o.at(n).data[i]);
   };
   h::register_subject(std::move(s));
+}
+
+// GDN in float from the inputs, the initial state dropped.
+void register_ignoring_subject(const std::string& name, bool takes_initial_state) {
+  register_edited_gdn(name, [](h::ValueMap& v) { v.erase("initial_state"); }, takes_initial_state);
 }
 
 // Weak decay (decay_max 0.01), so that the initial state still shapes the final state.
@@ -197,29 +202,12 @@ TEST(EdgeRegimes, TheDefaultGridAndTheFuzzerDrawThem) {
 
 // Kernels that assume away an edge regime fail the cases that have it and pass the plain ones: decays
 // taken as e^{G_i − G_j} from prefix sums of g (NaN where g = −∞), and β clamped to [0, 1].
-void register_regime_defect(const std::string& name, std::function<void(h::ValueMap&)> edit) {
-  for (const h::Subject& s : h::subjects())
-    if (s.name == name) return;
-  h::Subject s;
-  s.name = name;
-  s.mechanism = "gdn";
-  s.dtypes = {Dtype::bf16, Dtype::fp32};
-  s.launch = [edit](const h::TensorMap& in, h::TensorMap& out) {
-    h::ValueMap values = h::decode_all(in);
-    edit(values);
-    const h::ValueMap o = h::find_mechanism("gdn").compute(values, h::Precision::f32, larc::ref::Form::serial, 0);
-    for (auto& [n, t] : out)
-      for (std::size_t i = 0; i < t.size(); ++i) t.set(i, o.at(n).data[i]);
-  };
-  h::register_subject(std::move(s));
-}
-
 TEST(EdgeRegimes, KernelsThatAssumeThemAwayFail) {
-  register_regime_defect("prefix-sum-decays", [](h::ValueMap& v) {
+  register_edited_gdn("prefix-sum-decays", [](h::ValueMap& v) {
     for (double& g : v.at("g").data)
       if (std::isinf(g)) g = std::numeric_limits<double>::quiet_NaN();  // −∞ − (−∞)
   });
-  register_regime_defect("beta-clamped-to-one", [](h::ValueMap& v) {
+  register_edited_gdn("beta-clamped-to-one", [](h::ValueMap& v) {
     for (double& b : v.at("beta").data) b = std::min(b, 1.0);
   });
   for (Dtype d : {Dtype::bf16, Dtype::fp32}) {

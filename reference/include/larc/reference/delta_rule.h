@@ -253,6 +253,17 @@ struct HeadGates {
 };
 
 namespace detail {
+// (b, h)'s problem of a batched call: its rows of q, k, v, the gates `g`, the scale (d_k^{-1/2} when
+// not given) and its initial state.
+template <class S>
+Problem<S> head_problem(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, HeadGates<S> g, std::optional<S> scale,
+                        const std::optional<Tensor<S>>& initial_state, std::int64_t b, std::int64_t h) {
+  Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), std::move(g.alpha), std::move(g.beta),
+               scale ? *scale : default_scale<S>(q.dim(3)), {}};
+  if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+  return p;
+}
+
 template <class S, class GatesOf>
 BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                              std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
@@ -261,10 +272,7 @@ BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
   BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
-      HeadGates<S> g = gates_of(b, h);
-      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), std::move(g.alpha),
-                   std::move(g.beta), scale ? *scale : default_scale<S>(K), {}};
-      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+      const Problem<S> p = head_problem(q, k, v, gates_of(b, h), scale, initial_state, b, h);
       const SeqResult<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_state);

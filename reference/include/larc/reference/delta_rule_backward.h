@@ -132,13 +132,6 @@ struct BatchedGradients {
   Tensor<S> d_initial_state;   // [B, H, d_k, d_v]
 };
 
-// The cotangents of the batched outputs: do [B, T, H, d_v] and dht [B, H, d_k, d_v], either absent
-// counting as zero; shapes are checked against q and v, naming the cotangent.
-template <class S>
-struct BatchedCotangents {
-  std::optional<Tensor<S>> d_o, d_final_state;
-};
-
 namespace detail {
 // Runs backward per (sequence, head); finish(b, h, problem, gradients, out) writes the gate gradients
 // of the mechanism's parameterisation (and may correct dk, as KLA's β does).
@@ -147,20 +140,15 @@ BatchedGradients<S> run_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
                                          std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
                                          const BatchedCotangents<S>& cot, Eigen::Index checkpoint, GatesOf&& gates_of,
                                          Finish&& finish) {
-  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
-  if (cot.d_o) require_shape(*cot.d_o, "do", {B, T, H, V});
-  if (cot.d_final_state) require_shape(*cot.d_final_state, "dht", {B, H, K, V});
+  const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  cot.require_shapes(d);
+  const auto [B, T, H, K, V] = d;
   BatchedGradients<S> r{Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, V}), Tensor<S>({B, T, H}),
                         Tensor<S>({B, T, H}), Tensor<S>({B, H, K, V})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
-      HeadGates<S> g = gates_of(b, h);
-      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), std::move(g.alpha),
-                   std::move(g.beta), scale ? *scale : default_scale<S>(K), {}};
-      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
-      Cotangents<S> c;
-      if (cot.d_o) c.d_o = head_rows(*cot.d_o, b, h);
-      if (cot.d_final_state) c.d_final_state = head_state(*cot.d_final_state, b, h);
+      const Problem<S> p = head_problem(q, k, v, gates_of(b, h), scale, initial_state, b, h);
+      const Cotangents<S> c{cot.head_d_o(b, h), cot.head_d_final_state(b, h)};
       Gradients<S> grads = backward(p, c, checkpoint);
       finish(b, h, p, grads, r);
       set_head_rows(r.dq, b, h, grads.dq);

@@ -151,6 +151,19 @@ SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const Matmu
   throw std::invalid_argument("gla::run: unknown form");
 }
 
+// (b, h)'s problem of a batched call: its rows of q, k, v, the decays a = e^{gk}, the scale (d_k^{-1/2}
+// when not given) and its initial state.
+template <class S>
+Problem<S> head_problem(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& gk,
+                        std::optional<S> scale, const std::optional<Tensor<S>>& initial_state, std::int64_t b,
+                        std::int64_t h) {
+  Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h),
+               Mat<S>(head_rows(gk, b, h).unaryExpr([](const S& g) { return exp_of(g); })),
+               scale ? *scale : delta_rule::default_scale<S>(q.dim(3)), {}};
+  if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+  return p;
+}
+
 // FLA's conventions: q, k [B, T, H, d_k], v [B, T, H, d_v], gk [B, T, H, d_k] log-decays (≤ 0);
 // scale defaults to d_k^{-1/2}; optional initial state and the final state [B, H, d_k, d_v]; `operands`
 // rounds the chunked form's product operands (the io grade's baseline, see chunked).
@@ -165,10 +178,7 @@ delta_rule::BatchedResult<S> gla_batched(const Tensor<S>& q, const Tensor<S>& k,
   delta_rule::BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
-      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h),
-                   Mat<S>(head_rows(gk, b, h).unaryExpr([](const S& g) { return exp_of(g); })),
-                   scale ? *scale : delta_rule::default_scale<S>(K), {}};
-      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+      const Problem<S> p = head_problem(q, k, v, gk, scale, initial_state, b, h);
       const SeqResult<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_state);

@@ -79,8 +79,7 @@ Mat<S> log_decay_gradient(const Mat<S>& a, const Mat<S>& da) {
 }
 
 // gla_batched's inputs: dq, dk, dv, dgk ([B, T, H, d_k], through a = e^{gk}) and dh0 [B, H, d_k, d_v] of
-// L = Σ ⟨do, o⟩ + ⟨dht, final_state⟩ over sequences and heads; do [B, T, H, d_v] and dht
-// [B, H, d_k, d_v] absent count as zero.
+// L = Σ ⟨do, o⟩ + ⟨dht, final_state⟩ over sequences and heads.
 template <class S>
 struct BatchedGradients {
   Tensor<S> dq, dk, dv, dgk, d_initial_state;
@@ -88,27 +87,19 @@ struct BatchedGradients {
 
 template <class S>
 BatchedGradients<S> gla_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& gk,
-                                         const std::optional<Tensor<std::type_identity_t<S>>>& d_o,
-                                         const std::optional<Tensor<std::type_identity_t<S>>>& d_final_state,
-                                         std::optional<std::type_identity_t<S>> scale = {},
+                                         const BatchedCotangents<S>& cot, std::optional<std::type_identity_t<S>> scale = {},
                                          const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
                                          Eigen::Index checkpoint = 64) {
-  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  const auto [B, T, H, K, V] = d;
   require_shape(gk, "gk", {B, T, H, K});
-  if (d_o) require_shape(*d_o, "do", {B, T, H, V});
-  if (d_final_state) require_shape(*d_final_state, "dht", {B, H, K, V});
+  cot.require_shapes(d);
   BatchedGradients<S> r{Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, V}), Tensor<S>({B, T, H, K}),
                         Tensor<S>({B, H, K, V})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
-      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h),
-                   Mat<S>(head_rows(gk, b, h).unaryExpr([](const S& g) { return exp_of(g); })),
-                   scale ? *scale : delta_rule::default_scale<S>(K), {}};
-      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
-      Cotangents<S> c;
-      if (d_o) c.d_o = head_rows(*d_o, b, h);
-      if (d_final_state) c.d_final_state = head_state(*d_final_state, b, h);
-      const Gradients<S> g = backward(p, c, checkpoint);
+      const Problem<S> p = head_problem(q, k, v, gk, scale, initial_state, b, h);
+      const Gradients<S> g = backward(p, Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h)}, checkpoint);
       set_head_rows(r.dq, b, h, g.dq);
       set_head_rows(r.dk, b, h, g.dk);
       set_head_rows(r.dv, b, h, g.dv);

@@ -189,6 +189,20 @@ struct BatchedResult {
   Tensor<S> final_normalizer;  // [B, H, d_k]
 };
 
+// (b, h)'s problem of a batched call: its rows of q, k, v, the read `opt` and its initial memory
+// (state [B, H, d_k, d_v] and normaliser [B, H, d_k]).
+template <class S>
+Problem<S> head_problem(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Options<S>& opt,
+                        const std::optional<Tensor<S>>& initial_state, const std::optional<Tensor<S>>& initial_normalizer,
+                        std::int64_t b, std::int64_t h) {
+  Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), opt, {}, {}};
+  if (initial_state) p.initial_state = head_state(*initial_state, b, h);
+  const std::int64_t H = q.dim(2), K = q.dim(3);
+  if (initial_normalizer)
+    p.initial_normalizer = Vec<S>(Eigen::Map<const Vec<S>>(&initial_normalizer->data[(b * H + h) * K], K));
+  return p;
+}
+
 // [B, T, H, D] tensors as FLA lays them out; optional initial memory [B, H, d_k, d_v] and [B, H, d_k];
 // `operands` rounds the chunked form's product operands (the io grade's baseline, see chunked).
 template <class S>
@@ -201,10 +215,7 @@ BatchedResult<S> la_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor
   BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V}), Tensor<S>({B, H, K})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
-      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), opt, {}, {}};
-      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
-      if (initial_normalizer)
-        p.initial_normalizer = Vec<S>(Eigen::Map<const Vec<S>>(&initial_normalizer->data[(b * H + h) * K], K));
+      const Problem<S> p = head_problem(q, k, v, opt, initial_state, initial_normalizer, b, h);
       const Result<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_memory.s);

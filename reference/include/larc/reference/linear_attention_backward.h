@@ -139,8 +139,7 @@ Gradients<S> backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index 
 }
 
 // la_batched's inputs: dq, dk, dv [B, T, H, ·] and the initial memory's dS_0 [B, H, d_k, d_v] of
-// L = Σ ⟨do, o⟩ + ⟨dht, final_state⟩ over sequences and heads (the normaliser's cotangent zero); do
-// [B, T, H, d_v] and dht [B, H, d_k, d_v] absent count as zero.
+// L = Σ ⟨do, o⟩ + ⟨dht, final_state⟩ over sequences and heads (the normaliser's cotangent zero).
 template <class S>
 struct BatchedGradients {
   Tensor<S> dq, dk, dv, d_initial_state;
@@ -148,22 +147,17 @@ struct BatchedGradients {
 
 template <class S>
 BatchedGradients<S> la_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Options<S>& opt,
-                                        const std::optional<Tensor<std::type_identity_t<S>>>& d_o,
-                                        const std::optional<Tensor<std::type_identity_t<S>>>& d_final_state,
+                                        const BatchedCotangents<S>& cot,
                                         const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
                                         Eigen::Index checkpoint = 64) {
-  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
-  if (d_o) require_shape(*d_o, "do", {B, T, H, V});
-  if (d_final_state) require_shape(*d_final_state, "dht", {B, H, K, V});
+  const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  const auto [B, T, H, K, V] = d;
+  cot.require_shapes(d);
   BatchedGradients<S> r{Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
-      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), opt, {}, {}};
-      if (initial_state) p.initial_state = head_state(*initial_state, b, h);
-      Cotangents<S> c;
-      if (d_o) c.d_o = head_rows(*d_o, b, h);
-      if (d_final_state) c.d_final_state = head_state(*d_final_state, b, h);
-      const Gradients<S> g = backward(p, c, checkpoint);
+      const Problem<S> p = head_problem(q, k, v, opt, initial_state, std::optional<Tensor<S>>(), b, h);
+      const Gradients<S> g = backward(p, Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h), {}}, checkpoint);
       set_head_rows(r.dq, b, h, g.dq);
       set_head_rows(r.dk, b, h, g.dk);
       set_head_rows(r.dv, b, h, g.dv);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -136,5 +137,24 @@ void set_head_state(Tensor<S>& s, std::int64_t b, std::int64_t h, const Mat<S>& 
   for (std::int64_t i = 0; i < K; ++i)
     for (std::int64_t j = 0; j < V; ++j) s.data[((b * H + h) * K + i) * V + j] = m(i, j);
 }
+
+// The cotangents of a batched call's outputs, each absent counting as zero: do [B, T, H, d_v] and
+// dht [B, H, d_k, d_v] (of the final state), as FLA's backward takes them.
+template <class S>
+struct BatchedCotangents {
+  std::optional<Tensor<S>> d_o, d_final_state;
+
+  // Throws std::invalid_argument naming "do" or "dht" when its shape is not the call's.
+  void require_shapes(const BatchedDims& d) const {
+    if (d_o) require_shape(*d_o, "do", {d.B, d.T, d.H, d.V});
+    if (d_final_state) require_shape(*d_final_state, "dht", {d.B, d.H, d.K, d.V});
+  }
+  // (b, h)'s do rows (T×d_v; empty when absent) and dht (d_k×d_v; absent when absent).
+  Mat<S> head_d_o(std::int64_t b, std::int64_t h) const { return d_o ? head_rows(*d_o, b, h) : Mat<S>(); }
+  std::optional<Mat<S>> head_d_final_state(std::int64_t b, std::int64_t h) const {
+    if (!d_final_state) return std::nullopt;
+    return head_state(*d_final_state, b, h);
+  }
+};
 
 }  // namespace larc::ref
