@@ -4,7 +4,8 @@
 # find_package(larc), build it, and run its gate: the honest kernel passes (exit 0), the same kernel with
 # a planted defect fails (exit 1). The installed larc runs from the moved prefix with neither git nor
 # the checkout reachable: its tree hash was fixed at build time, and it names no path of the checkout
-# (the CUDA line tables that -lineinfo keeps for the profilers aside).
+# (the CUDA line tables that -lineinfo keeps for the profilers aside: their file names and the
+# gpu/src directory itself).
 cmake_policy(VERSION 3.25)
 file(REMOVE_RECURSE ${OUT})
 function(run what)
@@ -30,7 +31,7 @@ file(RENAME ${OUT}/prefix ${OUT}/moved)
 # Nothing of the checkout in the installed program.
 string(REGEX REPLACE "([][+.*()^$?|\\\\])" "\\\\\\1" source_regex "${SOURCE}")
 file(STRINGS ${OUT}/moved/bin/larc checkout_paths REGEX "${source_regex}")
-list(FILTER checkout_paths EXCLUDE REGEX "${source_regex}/gpu/src/")
+list(FILTER checkout_paths EXCLUDE REGEX "${source_regex}/gpu/src(/|$)")
 if(checkout_paths)
   message(FATAL_ERROR "the installed larc names the build checkout ${SOURCE}:\n${checkout_paths}")
 endif()
