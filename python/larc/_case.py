@@ -2,7 +2,9 @@
 layout, its outputs are checked for what the harness's guards can see from outside (inputs unchanged,
 nothing written past an input, two runs bitwise equal, the right type, device, dtype and shape per
 output) and judged by liblarc against the certified oracle at the declared grade; a failure is saved
-as a larc fixture plus the candidate's outputs, which `larc diff` replays on any CPU machine."""
+as a larc fixture plus the candidate's outputs, which `larc diff` replays on any CPU machine. A
+gradient case (a mechanism's gradient twin, "gdn-backward") is judged on the gradients, which a
+forward callable's torch autograd gives (autograd.py) or a callable taking the cotangents returns."""
 import ctypes
 import inspect
 import os
@@ -12,7 +14,7 @@ import traceback
 
 import numpy as np
 
-from . import _arrays, _context, _native
+from . import _arrays, _context, _native, autograd
 
 DTYPES = ("bf16", "fp16", "fp32", "fp64")
 GRADES = ("fp32", "io", "io:tf32", "io:tf32-truncated")
@@ -35,6 +37,41 @@ def _mechanism_spec(name):
     return mechanisms()[name]
 
 
+def _is_twin(spec):
+    """Whether a registry entry is a gradient twin (it names its forward among its parameters)."""
+    return "forward" in spec["parameters"]
+
+
+def _twin_of(mechanism, argument="grad"):
+    """The gradient twin of mechanism `mechanism` ("gdn" -> "gdn-backward"; a twin is its own); ValueError
+    naming `argument` when it has none."""
+    if _is_twin(_mechanism_spec(mechanism)):
+        return mechanism
+    twin = mechanism + "-backward"
+    _require(twin in mechanisms(), argument, f"{mechanism} has no gradient twin (those with one: "
+             f"{', '.join(mechanisms()[m]['parameters']['forward'] for m in mechanisms() if _is_twin(mechanisms()[m]))})")
+    return twin
+
+
+def _takes(fn, name):
+    """Whether callable fn names argument `name` in its signature (False when it has none to read)."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _synchronize(dev):
+    if dev is not None and dev.type == "cuda":
+        _arrays.torch_module().cuda.synchronize(dev)
+
+
+def _raised(who, e):
+    frames = traceback.extract_tb(e.__traceback__)
+    at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{who} raised {type(e).__name__}: {e}{at}"
+
+
 def tree_hash():
     return _native.take_string(_native.lib().larc_tree_hash())
 
@@ -49,9 +86,10 @@ def _check_dtype(dtype, argument="dtype"):
 
 
 def _check_shape(shape, argument="shape"):
-    ok = isinstance(shape, (tuple, list)) and len(shape) == 5 and all(
+    ok = isinstance(shape, (tuple, list)) and len(shape) in (5, 6) and all(
         isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in shape)
-    _require(ok, argument, f"expected (B, T, H, K, V), five integers of at least 1, got {shape!r}")
+    _require(ok, argument, f"expected (B, T, H, K, V) or (B, T, H, K, V, HV), five or six integers of at least 1, "
+                           f"got {shape!r}")
     return tuple(int(s) for s in shape)
 
 
@@ -203,7 +241,7 @@ class Case:
     certified oracle are prepared on first use (liblarc), or a fixture read back."""
 
     def __init__(self, spec, case_id=None, handle=None):
-        self.spec, self._handle, self._info = dict(spec), handle, None
+        self.spec, self._handle, self._info, self._twin = dict(spec), handle, None, None
         self.id = case_id or self._default_id()
 
     @classmethod
@@ -251,6 +289,24 @@ class Case:
             self._info = _native.take_json(_native.lib().larc_case_json(self.handle))
         return self._info
 
+    @property
+    def is_gradient(self):
+        """Whether this is a gradient case (its mechanism a gradient twin, e.g. "gdn-backward")."""
+        return _is_twin(_mechanism_spec(self.spec["mechanism"]))
+
+    def _case_for(self, grad):
+        """The case run(grad=...) runs: this one, or for grad=True on a forward case the gradient case of
+        the same spec (its twin's, the cotangents drawn from the seed), prepared once."""
+        _require(grad is None or isinstance(grad, bool), "grad", f"expected True, False or None, got {grad!r}")
+        if self.is_gradient:
+            _require(grad is not False, "grad", f"this is a gradient case ({self.spec['mechanism']}): run it with grad=True or None")
+            return self
+        if not grad:
+            return self
+        if self._twin is None:
+            self._twin = Case(dict(self.spec, mechanism=_twin_of(self.spec["mechanism"])), self.id)
+        return self._twin
+
     def non_default_knobs(self):
         defaults = {k["name"]: k["default"] for k in _mechanism_spec(self.spec["mechanism"])["knobs"]}
         return {k: v for k, v in self.spec["knobs"].items() if defaults.get(k) != v}
@@ -285,7 +341,8 @@ class Case:
         return self._tensor("oracle." + name)
 
     def parameters(self):
-        """The mechanism's numeric parameters for this case (scale resolved: K^-1/2 → a number)."""
+        """The mechanism's numeric parameters for this case (scale resolved: K^-1/2 → a number, or the
+        case's own scale, its input "scale", when the scale_factor knob gives one)."""
         K = int(self.spec["shape"].split(",")[3])
         out = {}
         for k, v in self.info["parameters"].items():
@@ -293,6 +350,8 @@ class Case:
                 out[k] = float(v)
             elif v == "K^-1/2":
                 out[k] = K ** -0.5
+        if any(i["name"] == "scale" for i in self.info["inputs"]):
+            out["scale"] = float(self._tensor("scale")[0])
         return out
 
     def save(self, path, metadata=None):
@@ -308,30 +367,39 @@ class Case:
         return self.run(fn, **options).assert_pass()
 
     def run(self, fn, device=None, grade="fp32", grade_of=None, runs=2, kernel=None, save_dir=None, profile=None,
-            profile_subject=None, grad=False):
+            profile_subject=None, grad=None):
         """Runs `fn` on the case `runs` times and judges it; returns a Result (never raises for what
-        the callable does). A failure is saved under save_dir (default $LARC_SAVE_DIR or .larc/failures)."""
-        if grad:
-            raise NotImplementedError("gradient cases are not yet in the gate")
+        the callable does). A failure is saved under save_dir (default $LARC_SAVE_DIR or .larc/failures).
+        grad: None runs the case as it is (a gradient twin's case is a gradient case); True runs the
+        gradient case of this case's spec; False refuses a gradient case. On a gradient case a callable
+        that takes `do` returns the gradients itself; any other is the forward, differentiated by torch
+        autograd (device required)."""
+        case = self._case_for(grad)
+        if case is not self:
+            return case.run(fn, device=device, grade=grade, grade_of=grade_of, runs=runs, kernel=kernel, save_dir=save_dir,
+                            profile=profile, profile_subject=profile_subject)
         _require(callable(fn), "fn", f"expected a callable, got {type(fn).__name__}")
         grade_of_list = _check_grades(grade, grade_of, [o["name"] for o in _mechanism_spec(self.spec["mechanism"])["outputs"]])
         _require(isinstance(runs, int) and not isinstance(runs, bool) and runs >= 1, "runs", f"expected an integer of at least 1, got {runs!r}")
         dev = _parse_device(device)
         kernel = kernel or getattr(fn, "__qualname__", None) or type(fn).__name__
-        kwargs, buffers, pristine = self._call_arguments(fn, dev)
+        if self.is_gradient and not _takes(fn, "do"):
+            call, buffers, pristine = self._autograd_call(fn, dev)
+        else:
+            call, buffers, pristine = self._direct_call(fn, dev)
 
         errors, structural, runs_out = [], False, []
         for _ in range(runs):
             try:
-                returned = fn(**kwargs)
-                if dev is not None and dev.type == "cuda":
-                    _arrays.torch_module().cuda.synchronize(dev)
-            except Exception as e:  # anything the callable raises is the case's failure, not ours
-                frame = traceback.extract_tb(e.__traceback__)[-1]
-                errors.append(f"the callable raised {type(e).__name__}: {e} (at {frame.filename}:{frame.lineno})")
+                outputs, problems = call()
+            except autograd.BackwardRaised as e:  # the callable's backward, reached through autograd
+                errors.append(_raised("the callable's backward (torch.autograd.grad)", e.error))
                 structural = True
                 break
-            outputs, problems = self._outputs_of(returned, dev)
+            except Exception as e:  # anything the callable raises is the case's failure, not ours
+                errors.append(_raised("the callable", e))
+                structural = True
+                break
             errors += self._input_problems(buffers, pristine)
             if problems:
                 errors += problems
@@ -383,8 +451,13 @@ class Case:
 
     # --- the pieces of run() ---------------------------------------------------------------------
 
-    def _call_arguments(self, fn, dev):
-        """The callable's keyword arguments (each input in a guarded buffer, and the mechanism's
+    def _input_arrays(self):
+        """[(name, numpy array, larc dtype)] of the case's inputs but "scale" (a number among the
+        parameters, as FLA takes it)."""
+        return [(i["name"], self._tensor(i["name"]), i["dtype"]) for i in self.info["inputs"] if i["name"] != "scale"]
+
+    def _call_arguments(self, fn, dev, arrays):
+        """The callable's keyword arguments (each of `arrays` in a guarded buffer, and the mechanism's
         parameters its signature names), the buffers, and pristine copies of them."""
         try:
             sig = inspect.signature(fn)
@@ -393,20 +466,78 @@ class Case:
         except (TypeError, ValueError):  # no signature to read (a builtin): pass everything
             takes_any, names = True, set()
         kwargs, buffers, pristine = {}, {}, {}
-        for spec in self.info["inputs"]:
-            name = spec["name"]
+        for name, a, dtype in arrays:
             if not takes_any and name not in names:
+                if name == "initial_state" and self.is_gradient:
+                    raise ValueError("fn: takes no argument 'initial_state': a gradient case's dh0 is the gradient with "
+                                     "respect to the initial state (a zero one when the case has none), which the "
+                                     "callable must take")
                 raise ValueError(f"fn: takes no argument {name!r}, an input of this case "
                                  f"(plan cases with initial_state=False for a kernel without an initial state)"
                                  if name == "initial_state" else f"fn: takes no argument {name!r}, an input of {self.spec['mechanism']}")
-            a = self._tensor(name)
-            src = a if dev is None else _arrays.to_torch(a, spec["dtype"], dev)
-            kwargs[name], buffers[name] = _arrays.with_guard(src, None if dev is None else dev)
+            src = a if dev is None else _arrays.to_torch(a, dtype, dev)
+            kwargs[name], buffers[name] = _arrays.with_guard(src, dev)
             pristine[name] = buffers[name].copy() if dev is None else buffers[name].clone()
         for k, v in self.parameters().items():
             if takes_any or k in names:
                 kwargs[k] = v
         return kwargs, buffers, pristine
+
+    def _direct_call(self, fn, dev):
+        """One run of a callable that returns the case's outputs itself: (a function doing it and
+        returning (outputs, problems), the guarded buffers, their pristine copies)."""
+        kwargs, buffers, pristine = self._call_arguments(fn, dev, self._input_arrays())
+
+        def call():
+            returned = fn(**kwargs)
+            _synchronize(dev)
+            return self._outputs_of(returned, dev)
+        return call, buffers, pristine
+
+    def _autograd_call(self, fn, dev):
+        """One run of a forward callable on a gradient case: fn on the forward's inputs (leaf tensors
+        with requires_grad, views into guarded buffers whose base does not require grad), then
+        torch.autograd.grad with the case's do and dht (also guarded) as the cotangents; the gradients
+        are the outputs. A case without an initial state gets a zero one: the twin's dh0 (and dz0) is the
+        gradient at the zero state."""
+        _require(dev is not None, "device", "a forward callable on a gradient case is differentiated by torch autograd: "
+                 "give a device (\"cpu\", \"cuda\"), or a callable taking the cotangents do (and dht) that returns the gradients")
+        outs = {o["name"]: o for o in self.info["outputs"]}
+        ins = {i["name"]: i for i in self.info["inputs"]}
+        arrays = [a for a in self._input_arrays() if a[0] not in ("do", "dht")]
+        for d in ("dh0", "dz0"):
+            if d in outs and autograd.INPUT_OF[d] not in ins:
+                arrays.append((autograd.INPUT_OF[d], np.zeros(outs[d]["shape"], np.float32), "fp32"))
+        kwargs, buffers, pristine = self._call_arguments(fn, dev, arrays)
+        leaves = {n: kwargs[n].requires_grad_(True) for n, _, _ in arrays if autograd.GRADIENT_OF.get(n) in outs}
+        cotangents = {}
+        for name in ("do", "dht"):
+            if name in ins:
+                src = _arrays.to_torch(self._tensor(name), ins[name]["dtype"], dev)
+                cotangents[name], buffers[name] = _arrays.with_guard(src, dev)
+                pristine[name] = buffers[name].clone()
+        # The forward outputs the loss reads: o as do, the final state as dht (when the case has one).
+        want = {"o": ins["do"]} | ({"final_state": ins["dht"]} if "dht" in ins else {})
+        forward = self.info["parameters"]["forward"]
+        order = [o["name"] for o in _mechanism_spec(forward)["outputs"]]
+
+        def call():
+            returned, problems = autograd.by_name(fn(**kwargs), order, forward)
+            if problems:
+                return {}, [problems]
+            problems = [p for n, w in want.items() if returned.get(n) is not None
+                        for p in self._output_problems(n, returned[n], w, dev)]
+            if problems:
+                return {}, problems
+            grads, problems = autograd.differentiate(returned, leaves, cotangents["do"], cotangents.get("dht"))
+            _synchronize(dev)
+            if problems:
+                return {}, problems
+            missing = [f"{n}: missing: torch.autograd.grad found no path from the callable's outputs to "
+                       f"{autograd.INPUT_OF.get(n, n)} (its gradient is None)" for n in outs if grads.get(n) is None]
+            outputs, problems = self._outputs_of({n: g for n, g in grads.items() if g is not None}, dev, required=())
+            return outputs, missing + problems
+        return call, buffers, pristine
 
     def _input_problems(self, buffers, pristine):
         problems = []
@@ -420,31 +551,27 @@ class Case:
                 problems.append(f"{name}: the callable modified this input")
         return problems
 
-    def _outputs_of(self, returned, dev):
+    def _outputs_of(self, returned, dev, required=None):
         """The outputs by name from what the callable returned, and every problem with them, each
-        naming the output."""
+        naming the output. required: the outputs that must be there (default: o, or every gradient of a
+        gradient case)."""
         expected = {o["name"]: o for o in self.info["outputs"]}
-        order = list(expected)
-        if isinstance(returned, dict):
-            items = list(returned.items())
-        elif isinstance(returned, (tuple, list)):
-            if len(returned) > len(order):
-                return {}, [f"the callable returned {len(returned)} values; {self.spec['mechanism']} has {len(order)} outputs "
-                            f"({', '.join(order)})"]
-            items = list(zip(order, returned))
-        else:
-            items = [("o", returned)]
+        if required is None:
+            required = list(expected) if self.is_gradient else ["o"]
+        got, problem = autograd.by_name(returned, list(expected), self.spec["mechanism"])
+        if problem:
+            return {}, [problem]
         outputs, problems = {}, []
-        for name, x in items:
-            if x is None and name != "o":
-                continue  # an output the kernel does not return (FLA without output_final_state)
+        for name, x in got.items():
             if name not in expected:
-                problems.append(f"{name}: not an output of {self.spec['mechanism']} ({', '.join(order)})")
+                problems.append(f"{name}: not an output of {self.spec['mechanism']} ({', '.join(expected)})")
                 continue
             problems += self._output_problems(name, x, expected[name], dev)
             outputs[name] = x
-        if "o" not in outputs and not any(p.startswith("o:") for p in problems):
-            problems.append("o: missing from what the callable returned")
+        for name in required:
+            if name not in outputs and not any(p.startswith(name + ":") for p in problems):
+                problems.append(f"{name}: missing from what the callable returned" +
+                                (f" (every gradient of {self.spec['mechanism']} is judged)" if self.is_gradient else ""))
         return outputs, problems
 
     def _output_problems(self, name, x, want, dev):
@@ -503,12 +630,17 @@ def _fixture_files(paths):
 
 
 def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None, fixtures=None, limits=None,
-          initial_state=True, grid=True):
+          initial_state=True, grid=True, grad=False):
     """larc's cases for a kernel of `mechanism_name`: the gate's grid (the default shapes, or `shapes`),
     `random` randomized cases drawn from `seed`, and the fixtures under `fixtures`, restricted to the
     kernel's dtypes and shape limits ({"max_T": ..., "head_dims": [...], ...}). Cases are prepared on
-    first use."""
-    _mechanism_spec(mechanism_name)
+    first use. grad=True: the gradient cases (the mechanism's gradient twin's)."""
+    _require(isinstance(grad, bool), "grad", f"expected True or False, got {grad!r}")
+    if grad:
+        mechanism_name = _twin_of(mechanism_name)
+    if _is_twin(_mechanism_spec(mechanism_name)):
+        _require(initial_state, "initial_state", "gradient cases need a kernel that takes an initial state: their "
+                 "dh0 is the gradient with respect to it (at a zero state when the case has none)")
     dtypes = list(dtypes) if dtypes is not None else ["bf16", "fp16", "fp32"]
     for d in dtypes:
         _check_dtype(d, "dtypes")
@@ -538,11 +670,11 @@ def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None
 def gate(fn, mechanism, dtype="fp32", shape=DEFAULT_SHAPE, seed=1, knobs=None, grade="fp32", device=None, runs=2,
          grade_of=None, kernel=None, save_dir=None, profile=None, grad=False):
     """Generates one case, runs `fn` on it and judges it; raises GateFailure (an AssertionError) with
-    the worst timesteps, each output's ratio at its grade, the saved fixture and the replay command."""
-    if grad:
-        raise NotImplementedError("gradient cases are not yet in the gate")
+    the worst timesteps, each output's ratio at its grade, the saved fixture and the replay command.
+    grad=True: the gradient case (the mechanism's gradient twin's; Case.run says what fn is then)."""
     _require(callable(fn), "fn", f"expected a callable, got {type(fn).__name__}")
-    case = Case.prepare(mechanism, dtype=dtype, shape=shape, seed=seed, knobs=knobs)
+    _require(isinstance(grad, bool), "grad", f"expected True or False, got {grad!r}")
+    case = Case.prepare(_twin_of(mechanism) if grad else mechanism, dtype=dtype, shape=shape, seed=seed, knobs=knobs)
     return case.gate(fn, device=device, grade=grade, grade_of=grade_of, runs=runs, kernel=kernel, save_dir=save_dir,
                      profile=profile)
 

@@ -4,6 +4,10 @@
     def test_my_gdn(larc_case):
         larc_case.gate(my_gdn, device="cuda")
 
+    @pytest.mark.larc("gdn", grad=True, dtypes=["bf16"])   # my_gdn's gradients through torch autograd
+    def test_my_gdn_backward(larc_case):
+        larc_case.gate(my_gdn, device="cuda")
+
 `pytest --larc` parametrises every larc-marked test over larc's cases (ids like bf16-1x256x2x64x64-s1,
 random3-..., fixture:NAME); without --larc those tests skip. Every verdict reached inside a test (the
 marker's cases and direct larc.gate/larc.check calls alike) lands in the test's JUnit properties (seed,
@@ -18,8 +22,9 @@ import pytest
 
 from larc import _context
 
-MARKER = ("larc(mechanism, dtypes=None, shapes=None, random=0, knobs=None, limits=None, initial_state=True, grid=True): "
-          "parametrise the test's larc_case fixture over larc's cases for a kernel of `mechanism`")
+MARKER = ("larc(mechanism, dtypes=None, shapes=None, random=0, knobs=None, limits=None, initial_state=True, grid=True, "
+          "grad=False): parametrise the test's larc_case fixture over larc's cases for a kernel of `mechanism` "
+          "(grad=True: its gradient cases)")
 RESULTS = pytest.StashKey[list]()  # every verdict of the session, for --larc-json and the summary
 
 

@@ -71,8 +71,34 @@ def test_wrong_arguments_raise_value_error_naming_them():
         larc.gate("not callable", mechanism="gdn")
     with pytest.raises(ValueError, match="grade_of"):
         larc.gate(honest, mechanism="gdn", shape=SHAPE, grade_of={"x": "io"})
-    with pytest.raises(NotImplementedError, match="gradient cases are not yet in the gate"):
-        larc.gate(honest, mechanism="gdn", grad=True)
+
+
+def test_wrong_gradient_arguments_raise_value_error_naming_them():
+    honest = kernel()
+    with pytest.raises(ValueError, match="grad: vla has no gradient twin"):
+        larc.gate(honest, mechanism="vla", grad=True)
+    with pytest.raises(ValueError, match="grad: expected True or False"):
+        larc.gate(honest, mechanism="gdn", grad="yes")
+    with pytest.raises(ValueError, match="device: a forward callable on a gradient case is differentiated by torch"):
+        larc.gate(honest, mechanism="gdn", shape=SHAPE, grad=True)
+    with pytest.raises(ValueError, match="initial_state: gradient cases need a kernel that takes an initial state"):
+        larc.cases("gdn", grad=True, initial_state=False)
+    with pytest.raises(ValueError, match="grad: this is a gradient case"):
+        larc.Case.prepare("gdn-backward", shape=SHAPE).run(honest, grad=False)
+
+
+def test_a_gradient_callable_missing_a_gradient_fails_naming_it(tmp_path):
+    """A callable taking the cotangents returns the gradients itself (no torch needed); every gradient of
+    the twin is judged, so one left out fails the case naming it, and the case is saved."""
+    case = larc.Case.prepare("gdn-backward", shape=SHAPE, seed=2)
+    outputs = {o["name"]: o for o in case.info["outputs"]}
+
+    def without_dh0(q, k, v, g, beta, scale, do, dht):
+        return {n: np.zeros(o["shape"], np.float32) for n, o in outputs.items() if n != "dh0"}
+    result = case.run(without_dh0, save_dir=tmp_path)
+    assert not result.passed and result.outputs == {}
+    assert "dh0: missing from what the callable returned (every gradient of gdn-backward is judged)" in result.message()
+    assert os.path.exists(result.fixture) and result.candidate is None
 
 
 def failure(fn, tmp_path, **kwargs):
