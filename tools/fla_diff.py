@@ -7,7 +7,13 @@ log-linear attention), this loads the fixture's inputs with `safetensors` (PyTor
 fixture's dtype, runs each FLA function twice (the two results must be bitwise equal), passing the
 fixture's "initial_state" when it has one, and writes a candidate file OUT/<fixture>.<function>
 .safetensors holding "o" (FLA's output dtype) and, where FLA returns one, "final_state" (float32),
-with metadata naming the FLA, torch and Triton versions and the GPU. With --larc it then runs
+with metadata naming the FLA, torch and Triton versions and the GPU. On a gradient fixture (mechanism
+"<forward>-backward": gdn, deltanet, gla) it runs FLA's forward functions of that mechanism with
+requires_grad inputs and takes torch.autograd.grad of L = sum(do * o) + sum(dht * final_state) with the
+fixture's do and dht, i.e. FLA's backward: the candidate holds the gradients under the twin's names (dq,
+dk, dv, dg|dgk, dbeta, dh0; without an initial state in the fixture FLA is given a zero one, so that dh0
+is the gradient there, as the twin defines it). A backward FLA refuses (it raises) is reported as
+"refused" with FLA's message, not as an error. With --larc it then runs
 `larc diff FIXTURE CANDIDATE` on each pair (at the precision grade --grade declares; larc reports
 the strictest grade each output meets) and writes a Markdown summary (--report).
 
@@ -31,6 +37,7 @@ from pathlib import Path
 # FLA's calls are larc's (python/larc/fla.py), imported from this checkout: larc.fla needs neither numpy
 # nor the native library.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from larc import autograd as larc_autograd  # noqa: E402
 from larc import fla as larc_fla  # noqa: E402
 
 # FLA's functions for each larc mechanism.
@@ -38,6 +45,21 @@ FLA_FUNCTIONS_OF_MECHANISM = {
     "gdn": ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"],
     "log-linear": ["chunk_log_linear_attn"],
 }
+# FLA's functions whose backward is run on a gradient fixture, for each forward mechanism.
+FLA_BACKWARD_OF_MECHANISM = {
+    "gdn": ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"],
+    "deltanet": ["chunk_delta_rule", "fused_recurrent_delta_rule"],
+    "gla": ["chunk_gla", "fused_recurrent_gla"],
+}
+# What FLA's own guards refuse, skipped with FLA's reason rather than reported as errors.
+REFUSED_DTYPES = {"chunk_delta_rule": {"fp32": "FLA's chunk_delta_rule does not support float32"}}
+
+
+def functions_of(mechanism):
+    """FLA's functions run on a fixture of `mechanism` ([None]: none)."""
+    if mechanism and mechanism.endswith("-backward"):
+        return FLA_BACKWARD_OF_MECHANISM.get(mechanism.removesuffix("-backward"), [None])
+    return FLA_FUNCTIONS_OF_MECHANISM.get(mechanism, [None])
 
 
 def parse_args():
@@ -51,6 +73,8 @@ def parse_args():
     p.add_argument("--report", help="write a Markdown summary here (with --larc)")
     p.add_argument("--triton-f32", choices=["ieee", "tf32", "tf32x3"],
                    help="set TRITON_F32_DEFAULT (fp32 dot precision) before FLA loads; unset: Triton's default")
+    p.add_argument("--device", default="cuda",
+                   help="torch device FLA runs on (default cuda; cpu only checks this script with a stand-in for FLA)")
     return p.parse_args()
 
 
@@ -88,6 +112,26 @@ def run_function(function, t, scale):
     return {"o": out} if not isinstance(out, tuple) else {"o": out[0], "final_state": out[1]}
 
 
+def run_backward(function, inputs, scale, gradients):
+    """FLA's backward of `function` through torch autograd: the fixture's inputs with requires_grad (a
+    zero initial state where the fixture has none but dh0 is wanted), FLA's forward, then
+    torch.autograd.grad with the fixture's do and dht. Returns the gradients by the twin's names;
+    raises larc.autograd.BackwardRaised when FLA's backward raises, ValueError when a gradient is missing."""
+    import torch
+    t = {n: x for n, x in inputs.items() if n not in ("do", "dht")}
+    if "dh0" in gradients and "initial_state" not in t:
+        B, T, HV, V = inputs["do"].shape
+        t["initial_state"] = torch.zeros(B, HV, inputs["q"].shape[-1], V, dtype=torch.float32, device=inputs["do"].device)
+    leaves = {n: x.detach().requires_grad_(True) for n, x in t.items() if larc_autograd.GRADIENT_OF.get(n) in gradients}
+    t.update(leaves)
+    outputs = run_function(function, t, scale)
+    grads, problems = larc_autograd.differentiate(outputs, leaves, inputs["do"], inputs.get("dht"))
+    missing = [n for n in gradients if grads.get(n) is None]
+    if problems or missing:
+        raise ValueError("; ".join(problems + [f"{n}: FLA's autograd gives no gradient" for n in missing]))
+    return {n: grads[n] for n in gradients}
+
+
 def bitwise_equal(a, b):
     import torch
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -96,8 +140,9 @@ def bitwise_equal(a, b):
     return torch.equal(a.contiguous().view(ints), b.contiguous().view(ints))
 
 
-def make_candidate(path, function, out_dir, versions):
-    """Runs FLA's `function` on one fixture; returns (candidate path or None, note)."""
+def make_candidate(path, function, out_dir, versions, device="cuda"):
+    """Runs FLA's `function` (its backward on a gradient fixture) on one fixture; returns (candidate path or
+    None, note)."""
     import torch
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
@@ -112,13 +157,24 @@ def make_candidate(path, function, out_dir, versions):
         return None, f"skipped: no FLA counterpart run here for mechanism {mechanism!r}"
     if metadata.get("dtype") == "fp64":
         return None, "skipped: FLA's Triton kernels take no float64"
-    inputs = {name: t for name, t in load_file(str(path), device="cuda").items() if not name.startswith("oracle")}
+    if metadata.get("dtype") in REFUSED_DTYPES.get(function, {}):
+        return None, f"skipped: {REFUSED_DTYPES[function][metadata['dtype']]}"
+    loaded = load_file(str(path), device=device)
+    inputs = {name: t for name, t in loaded.items() if not name.startswith("oracle")}
+    # A gradient fixture's outputs are the gradients its oracle holds.
+    gradients = [n.removeprefix("oracle.") for n in loaded if n.startswith("oracle.")] if mechanism.endswith("-backward") else None
     K, V = inputs["q"].shape[-1], inputs["v"].shape[-1]
     if function == "chunk_log_linear_attn" and (K % 64 != 0 or V & (V - 1) != 0):
         return None, f"skipped: chunk_log_linear_attn takes K a multiple of 64 and V a power of two (K={K}, V={V})"
-    scale = scale_of(parameters, K)
-    results = [run_function(function, inputs, scale) for _ in range(2)]
-    torch.cuda.synchronize()
+    # A case's own scale (the scale_factor knob) is its input "scale" [1]; else the mechanism's default.
+    scale = float(inputs.pop("scale")[0]) if "scale" in inputs else scale_of(parameters, K)
+    try:
+        results = [run_function(function, inputs, scale) if gradients is None else
+                   run_backward(function, inputs, scale, gradients) for _ in range(2)]
+    except larc_autograd.BackwardRaised as e:
+        return None, f"refused: {function}'s backward raised {e}"
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
     deterministic = all(bitwise_equal(results[0][n], results[1][n]) for n in results[0])
     tensors = {n: t.detach().contiguous().cpu() for n, t in results[0].items()}
     candidate = out_dir / f"{path.stem}.{function}.safetensors"
@@ -127,7 +183,8 @@ def make_candidate(path, function, out_dir, versions):
         "scale": "FLA default" if scale is None else repr(scale), "deterministic": "yes" if deterministic else "no",
         **versions})
     shapes = ", ".join(f"{n} {str(t.dtype).removeprefix('torch.')} {list(t.shape)}" for n, t in tensors.items())
-    return candidate, f"{function}: {shapes}; two runs bitwise {'equal' if deterministic else 'DIFFERENT'}"
+    what = function if gradients is None else f"{function} backward"
+    return candidate, f"{what}: {shapes}; two runs bitwise {'equal' if deterministic else 'DIFFERENT'}"
 
 
 def larc_diff(larc, fixture, candidate, extra):
@@ -150,23 +207,24 @@ def main():
     args = parse_args()
     if args.triton_f32:
         os.environ["TRITON_F32_DEFAULT"] = args.triton_f32
+    cuda = args.device.startswith("cuda")
     try:
         import torch
-        import triton
         import fla
-        for functions in FLA_FUNCTIONS_OF_MECHANISM.values():  # imported now: a missing one is named here
-            for function in functions:
+        triton_version = __import__("triton").__version__ if cuda else "not used"
+        for functions in [*FLA_FUNCTIONS_OF_MECHANISM.values(), *FLA_BACKWARD_OF_MECHANISM.values()]:
+            for function in functions:  # imported now: a missing one is named here
                 larc_fla.function(function)
     except ImportError as e:
         print(f"FAIL: {e} (needs torch with CUDA, triton, fla-core, einops, safetensors: "
               "python3 -m pip install --no-deps .wheels/*.whl)")
         return 2
 
-    if not torch.cuda.is_available():
+    if cuda and not torch.cuda.is_available():
         print("FAIL: no CUDA device (FLA's kernels are Triton kernels)")
         return 2
     versions = {"fla_version": getattr(fla, "__version__", "?"), "torch_version": torch.__version__,
-                "triton_version": triton.__version__, "device": torch.cuda.get_device_name(),
+                "triton_version": triton_version, "device": torch.cuda.get_device_name() if cuda else args.device,
                 "triton_f32_default": os.environ.get("TRITON_F32_DEFAULT", "unset")}
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -174,10 +232,10 @@ def main():
     rows, worst = [], 0
     diff_args = ["--grade", args.grade, *args.larc_diff_arg]
     for path in fixture_files(args.fixtures):
-        for function in FLA_FUNCTIONS_OF_MECHANISM.get(mechanism_of(path), [None]):
+        for function in functions_of(mechanism_of(path)):
             row = {"fixture": str(path), "function": function, "note": "", "rc": None, "larc": "", "result": None}
             try:
-                candidate, row["note"] = make_candidate(path, function, out_dir, versions)
+                candidate, row["note"] = make_candidate(path, function, out_dir, versions, args.device)
             except Exception as e:  # a failing fixture or FLA call is reported, the others still run
                 candidate, row["note"], worst = None, f"error: {type(e).__name__}: {e}", 2
             if candidate is not None and args.larc:
@@ -192,7 +250,8 @@ def main():
     ran = [r for r in rows if r["function"] and r["note"].startswith(r["function"])]
     counts = {k: sum(r["rc"] == k for r in ran) for k in (0, 1)}
     errors = sum(r["note"].startswith("error") for r in rows) + sum(r["rc"] not in (None, 0, 1) for r in ran)
-    summary = (f"{len(rows)} fixtures, FLA ran on {len(ran)}"
+    refused = sum(r["note"].startswith("refused") for r in rows)
+    summary = (f"{len(rows)} fixtures, FLA ran on {len(ran)}" + (f", {refused} backward refused by FLA" if refused else "")
                + (f", larc diff: {counts[0]} pass, {counts[1]} violations" if args.larc else ", larc diff not run (no --larc)")
                + f", {errors} errors; candidates in {out_dir}")
     print(("PASS: " if worst == 0 else "FAIL: ") + summary)

@@ -2,7 +2,11 @@
 arithmetic promises: io for bf16/fp16 inputs, io:tf32-truncated for fp32 ones (Triton feeds fp32
 registers to TF32 tensor cores unconverted). Run with `pytest --larc examples/python` where torch, FLA
 and a GPU are; the tests skip elsewhere. Each test runs the gate's cases for its kernel: the shapes
-below, --larc-random N random ones within the limits, or --larc-replay fixtures."""
+below, --larc-random N random ones within the limits, or --larc-replay fixtures.
+
+The *_backward tests gate FLA's backward: the same callables with grad=True, differentiated by torch
+autograd with each case's cotangents do and dht, the gradients judged at the fp32 grade (gradient cases
+have no io baseline yet: docs/gate.md "Gradient cases")."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -35,3 +39,48 @@ def test_chunk_gla(larc_case):
 @pytest.mark.larc("deltanet", **dict(CASES, dtypes=["bf16", "fp16"]))
 def test_chunk_delta_rule(larc_case):
     larc_case.gate(KERNELS["chunk_delta_rule"], device="cuda", grade="io:tf32-truncated")
+
+
+# Gradient cases: the forward's shapes in bf16 and fp32 (fp16 left to the forward tests).
+GRAD_CASES = dict(grad=True, dtypes=["bf16", "fp32"], shapes=SHAPES, limits={"head_dims": [64, 128]})
+# Functions whose backward FLA's own guard refuses (it raises): gated all the same, and the refusal, when it
+# comes, is an expected failure carrying FLA's message; a function not listed here that raises fails.
+REFUSES_BACKWARD = {"chunk_gated_delta_rule"}
+
+
+def gate_backward(case, function):
+    result = case.run(KERNELS[function], device="cuda")
+    raised = [e for e in result.errors if e.startswith(("the callable raised", "the callable's backward"))]
+    if function in REFUSES_BACKWARD and raised and not result.outputs:
+        pytest.xfail(f"FLA refuses {function}'s backward: {raised[0]}")
+    result.assert_pass()
+
+
+@pytest.mark.larc("gdn", **GRAD_CASES)
+def test_chunk_gated_delta_rule_backward(larc_case):
+    gate_backward(larc_case, "chunk_gated_delta_rule")
+
+
+@pytest.mark.larc("gdn", **GRAD_CASES)
+def test_fused_recurrent_gated_delta_rule_backward(larc_case):
+    gate_backward(larc_case, "fused_recurrent_gated_delta_rule")
+
+
+@pytest.mark.larc("gla", **GRAD_CASES)
+def test_chunk_gla_backward(larc_case):
+    gate_backward(larc_case, "chunk_gla")
+
+
+@pytest.mark.larc("gla", **GRAD_CASES)
+def test_fused_recurrent_gla_backward(larc_case):
+    gate_backward(larc_case, "fused_recurrent_gla")
+
+
+@pytest.mark.larc("deltanet", **dict(GRAD_CASES, dtypes=["bf16"]))  # chunk_delta_rule refuses float32
+def test_chunk_delta_rule_backward(larc_case):
+    gate_backward(larc_case, "chunk_delta_rule")
+
+
+@pytest.mark.larc("deltanet", **GRAD_CASES)
+def test_fused_recurrent_delta_rule_backward(larc_case):
+    gate_backward(larc_case, "fused_recurrent_delta_rule")

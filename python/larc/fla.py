@@ -3,7 +3,12 @@
 
     larc.gate(larc.fla.KERNELS["chunk_gated_delta_rule"], mechanism="gdn", dtype="bf16", device="cuda")
 
-gates FLA's kernel. FLA is imported when a kernel is first called."""
+gates FLA's kernel. Each is also the forward that grad=True differentiates: FLA's backward runs through
+torch autograd on FLA's functions, with the case's cotangents (docs/python.md, "Gradient cases"):
+
+    larc.gate(larc.fla.KERNELS["fused_recurrent_gla"], mechanism="gla", dtype="bf16", device="cuda", grad=True)
+
+FLA is imported when a kernel is first called."""
 import importlib
 import inspect
 
@@ -12,7 +17,9 @@ FUNCTIONS = {
     "chunk_gated_delta_rule": ("gdn", "fla.ops.gated_delta_rule"),
     "fused_recurrent_gated_delta_rule": ("gdn", "fla.ops.gated_delta_rule"),
     "chunk_delta_rule": ("deltanet", "fla.ops.delta_rule"),
+    "fused_recurrent_delta_rule": ("deltanet", "fla.ops.delta_rule"),
     "chunk_gla": ("gla", "fla.ops.gla"),
+    "fused_recurrent_gla": ("gla", "fla.ops.gla"),
     "chunk_log_linear_attn": ("log-linear", "fla.ops.log_linear_attn"),
 }
 
@@ -29,13 +36,20 @@ def _gated_delta_rule(name):
     return run
 
 
-def chunk_delta_rule(q, k, v, beta, scale, initial_state=None):
-    return function("chunk_delta_rule")(q, k, v, beta=beta, scale=scale, initial_state=initial_state,
-                                        output_final_state=True)
+def _delta_rule(name):
+    def run(q, k, v, beta, scale, initial_state=None):
+        return function(name)(q, k, v, beta=beta, scale=scale, initial_state=initial_state, output_final_state=True)
+    run.__qualname__ = f"fla.{name}"
+    return run
 
 
 def chunk_gla(q, k, v, gk, scale, initial_state=None):
     return function("chunk_gla")(q, k, v, g=gk, scale=scale, initial_state=initial_state, output_final_state=True)
+
+
+def fused_recurrent_gla(q, k, v, gk, scale, initial_state=None):
+    return function("fused_recurrent_gla")(q, k, v, gk=gk, scale=scale, initial_state=initial_state,
+                                           output_final_state=True)
 
 
 def chunk_log_linear_attn(q, k, v, g, level_scales, scale=None):
@@ -51,13 +65,15 @@ def chunk_log_linear_attn(q, k, v, g, level_scales, scale=None):
     return o
 
 
-chunk_delta_rule.__qualname__ = "fla.chunk_delta_rule"
 chunk_gla.__qualname__ = "fla.chunk_gla"
+fused_recurrent_gla.__qualname__ = "fla.fused_recurrent_gla"
 chunk_log_linear_attn.__qualname__ = "fla.chunk_log_linear_attn"
 KERNELS = {
     "chunk_gated_delta_rule": _gated_delta_rule("chunk_gated_delta_rule"),
     "fused_recurrent_gated_delta_rule": _gated_delta_rule("fused_recurrent_gated_delta_rule"),
-    "chunk_delta_rule": chunk_delta_rule,
+    "chunk_delta_rule": _delta_rule("chunk_delta_rule"),
+    "fused_recurrent_delta_rule": _delta_rule("fused_recurrent_delta_rule"),
     "chunk_gla": chunk_gla,
+    "fused_recurrent_gla": fused_recurrent_gla,
     "chunk_log_linear_attn": chunk_log_linear_attn,
 }

@@ -213,13 +213,15 @@ regimes)
   ;;
 python)
   # The larc Python package in-process (docs/python.md): examples/python gates FLA's chunk and fused
-  # recurrent GDN, chunk GLA and chunk delta rule on CUDA tensors through pytest's larc plugin, on the
+  # recurrent GDN, chunk GLA and chunk delta rule on CUDA tensors through pytest's larc plugin, and the
+  # backward (grad=True, torch autograd) of the chunk and fused recurrent GDN, GLA and delta rule, on the
   # file's shapes plus random cases; every failure is saved as a fixture + candidate that `larc diff`
   # replays. The package and liblarc.so (with its qd/mpfr/gmp) come from the bundle: nothing is built here.
   install_fla
-  # PYTEST_WORKERS=N spreads the cases over N pytest-xdist workers (the oracle is CPU work; the GPU is shared).
+  # PYTEST_WORKERS=N spreads the cases over N pytest-xdist workers (the oracle is CPU work; the GPU is shared);
+  # PYTEST_K=EXPR selects tests (pytest -k), e.g. PYTEST_K=backward for the gradient tests alone.
   PYTHONPATH=$B/python:/tmp/site timeout 540 python3 -m pytest examples/python ${PYTEST_WORKERS:+-n $PYTEST_WORKERS} -p larc.pytest_plugin -p no:cacheprovider \
-    --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
+    ${PYTEST_K:+-k "$PYTEST_K"} --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
     --junitxml "$out/python_junit.xml" -o junit_family=legacy -rfEs > "$out/python.txt" 2>&1
   echo "pytest --larc examples/python: exit $?"; tail -25 "$out/python.txt"
   ;;
