@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "cores.h"
+#include "larc/harness/cores.h"
 #include "larc/harness/fixture.h"
 #include "larc/harness/fuzz.h"
 
@@ -51,7 +53,9 @@ void check_names(const GateOptions& o) {
 }
 }  // namespace
 
-std::vector<Shape> default_grid_shapes() { return {{1, 1, 1, 8, 8}, {1, 100, 2, 16, 8}, {2, 160, 2, 32, 32}}; }
+std::vector<Shape> default_grid_shapes() {
+  return {{1, 1, 1, 8, 8}, {1, 100, 2, 16, 8}, {2, 160, 2, 32, 32}, {1, 70, 2, 16, 16, 4}};
+}
 
 std::size_t GatePlan::cases() const {
   std::size_t n = 0;
@@ -89,6 +93,7 @@ GatePlan plan_gate(const GateOptions& o) {
       }
       for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64}) {
         for (const Shape& shape : shapes) {
+          if (shape.value_heads() != shape.H && !m.groups_value_heads()) continue;  // HV ≠ H: the grouping mechanisms'
           m.check_shape(shape);  // a size below 1 or past 32-bit offsets: refused before any work
           for (const KnobValues& ks : knob_sets) {
             GateGroup g;
@@ -172,10 +177,17 @@ std::vector<CaseResult> run_gate(const GatePlan& plan, const Shard& shard, const
       }
     }
   };
+  // `jobs` cores (cores.h): one per worker; the ones no worker needs (fewer groups than jobs, or a
+  // worker done) run the (sequence, head) pairs of the reference computations in parallel.
+  const ScopedCoreBudget budget(jobs);
   std::vector<std::thread> workers;
-  for (unsigned w = 1; w < std::max(1u, jobs); ++w) workers.emplace_back(work);
+  for (std::size_t w = 1; w < std::min<std::size_t>(std::max(1u, jobs), mine.size()); ++w)
+    workers.emplace_back([&work, core = detail::CoreClaim(1)] { work(); });
   work();
-  for (std::thread& t : workers) t.join();
+  {
+    const detail::CoreLent waiting;
+    for (std::thread& t : workers) t.join();
+  }
   if (error) std::rethrow_exception(error);
   std::vector<CaseResult> results;
   for (auto& group : per_group)

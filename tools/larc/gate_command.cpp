@@ -137,7 +137,7 @@ std::function<int()> add_gate_command(CLI::App& app) {
   cmd->add_option("--shard", c->shard, "Run shard j of n (j/n); else from GTEST_SHARD_INDEX, SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX");
   cmd->add_option("--shard-count", c->shard_count, "Shard count for JOB_COMPLETION_INDEX (else LARC_SHARD_COUNT)")
       ->check(whole_number(1));
-  cmd->add_option("--jobs,-j", c->jobs, "Threads running case groups in parallel (the report is the same for any number)")
+  cmd->add_option("--jobs,-j", c->jobs, "Cores to use: threads running case groups in parallel, and the (sequence, head) pairs of each reference computation on the cores no group needs (the report is the same for any number)")
       ->check(CLI::Range(1u, 1024u))
       ->capture_default_str();
   cmd->add_option("--json", c->json_path, "Write the results as JSON");

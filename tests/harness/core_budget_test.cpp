@@ -1,0 +1,88 @@
+// The core budget (harness/cores.h): every mechanism's reference computation split over its
+// (sequence, head) pairs on idle cores gives bitwise the outputs of one call over all of them — at
+// every rung of the ladder the gate uses, in every form, and for the io baseline — and the gate's
+// report does not depend on the number of cores.
+#include <gtest/gtest.h>
+
+#include "larc/harness/cores.h"
+#include "larc/harness/gate.h"
+
+namespace {
+
+namespace h = larc::harness;
+
+// Every knob at its default but the initial state (random where a mechanism takes one), so that
+// every optional input is split too.
+h::KnobValues knobs_with_initial_state(const h::Mechanism& m) {
+  h::KnobValues given;
+  for (const h::Knob& k : m.knobs)
+    if (k.name == h::kInitialStateKnob) given[k.name] = static_cast<double>(h::InitialState::random);
+  return m.resolve_knobs(given);
+}
+
+void expect_bitwise_equal(const h::ValueMap& whole, const h::ValueMap& split, const std::string& what) {
+  ASSERT_EQ(whole.size(), split.size()) << what;
+  for (const auto& [name, t] : whole) {
+    ASSERT_TRUE(split.count(name)) << what << " " << name;
+    EXPECT_EQ(t.shape, split.at(name).shape) << what << " " << name;
+    EXPECT_EQ(t.data, split.at(name).data) << what << " " << name << ": a pair's outputs landed elsewhere";
+  }
+}
+
+// m's outputs on shape s computed on one core and split over four: bitwise equal at dd and double
+// (serial), in float in every form, and for the io baseline.
+void expect_split_is_exact(const h::Mechanism& m, const h::Shape& s) {
+  const h::ValueMap in = m.generate(s, 5, knobs_with_initial_state(m));
+  auto both = [&](const std::string& what, const std::function<h::ValueMap()>& run) {
+    h::ValueMap whole, split;
+    {
+      const h::ScopedCoreBudget one(1);
+      whole = run();
+    }
+    {
+      const h::ScopedCoreBudget four(4);
+      split = run();
+    }
+    expect_bitwise_equal(whole, split, m.name + " " + s.str() + " " + what);
+  };
+  for (h::Precision p : {h::Precision::dd, h::Precision::f64})
+    both(std::string(h::precision_name(p)), [&] { return m.compute(in, p, larc::ref::Form::serial, 0); });
+  for (larc::ref::Form form : m.forms)
+    both("float form " + std::to_string(static_cast<int>(form)), [&] { return m.compute(in, h::Precision::f32, form, 4); });
+  if (m.compute_io) both("io", [&] { return m.compute_io(in, larc::ref::OperandFormat::bf16, 4); });
+}
+
+TEST(CoreBudget, SplittingOverSequencesAndHeadsIsBitwiseTheWholeCall) {
+  for (const h::Mechanism& m : h::mechanisms()) {
+    expect_split_is_exact(m, {2, 9, 3, 4, 4});
+    if (m.groups_value_heads()) expect_split_is_exact(m, {2, 9, 3, 4, 4, 6});  // two value heads per query/key head
+  }
+}
+
+TEST(CoreBudget, AnErrorInOnePairIsRaisedOnce) {
+  const h::Mechanism& gdn = h::find_mechanism("gdn");
+  h::ValueMap in = gdn.generate({2, 5, 2, 3, 3}, 1, gdn.resolve_knobs({}));
+  in["g"] = larc::ref::Tensor<double>({2, 4, 2});  // T = 4 against q's 5: every pair's call throws
+  const h::ScopedCoreBudget four(4);
+  EXPECT_THROW(gdn.compute(in, h::Precision::f64, larc::ref::Form::serial, 0), std::exception);
+}
+
+TEST(CoreBudget, TheGateReportIsTheSameForAnyNumberOfCoresAndTheBudgetIsRestored) {
+  h::GateOptions o;
+  o.subjects = {"ref-chunked-f32"};
+  o.mechanisms = {"gdn", "vla"};
+  o.dtypes = {larc::ref::Dtype::fp32};
+  o.grid = false;
+  o.random = 2;
+  o.seed = 3;
+  const h::GatePlan plan = h::plan_gate(o);
+  const auto one = h::run_gate(plan, {}, {}, {}, 1);
+  const auto three = h::run_gate(plan, {}, {}, {}, 3);
+  EXPECT_EQ(h::core_budget(), 1u);
+  ASSERT_EQ(one.size(), three.size());
+  for (std::size_t i = 0; i < one.size(); ++i)
+    for (std::size_t j = 0; j < one[i].outputs.size(); ++j)
+      EXPECT_EQ(one[i].outputs[j].worst_ratio, three[i].outputs[j].worst_ratio) << one[i].spec.reproduce();
+}
+
+}  // namespace
