@@ -195,10 +195,16 @@ const h::Subject& external_subject(const std::string& mechanism, const std::vect
 }
 
 h::ShapeLimits limits_of_json(const json& j) {
-  static const std::set<std::string> keys{"max_B", "max_T", "max_H", "max_K", "max_V", "min_K", "head_dims"};
+  static const std::set<std::string> keys{"max_B", "max_T", "max_H", "max_K", "max_V", "min_K", "head_dims",
+                                          "value_head_groups"};
   h::ShapeLimits l;
   for (const auto& [key, value] : j.items()) {
     if (!keys.count(key)) throw std::invalid_argument("limits: unknown key '" + key + "'");
+    if (key == "value_head_groups") {
+      if (!value.is_boolean()) throw std::invalid_argument("limits: value_head_groups must be true or false");
+      l.value_head_groups = value.get<bool>();
+      continue;
+    }
     if (key == "head_dims") {
       if (!value.is_array() || !std::all_of(value.begin(), value.end(), [](const json& d) { return d.is_number_integer(); }))
         throw std::invalid_argument("limits: head_dims must be a list of integers");

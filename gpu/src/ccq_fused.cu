@@ -12,7 +12,7 @@
 // Σ_t is ccq.h's C/n − m mᵀ/n² (C = Σ k kᵀ, m = Σ k); formed that way it cancels: after one token
 // Σ_1 = k kᵀ − k kᵀ = 0 exactly, yet C q and m (mᵀq) rounded apart leave u‖k‖²‖q‖ behind (the H200
 // fuzz campaign's worst fp32 failures: docs/gpu-kernels/ccq.md, "Why centred"). The centred form
-// has no such cancellation: M_1 = 0 exactly. scale = K^{-1/2}; zero initial state and statistics.
+// has no such cancellation: M_1 = 0 exactly. scale = K^{-1/2} unless LaunchArgs::scale gives one; zero initial state and statistics.
 // Outputs o [B,T,H,V], final_state S_T [B,H,K,V], final_key_gram C_T [B,H,K,K] (a second pass over
 // the keys, in the blocks of tile 0, when asked for), final_key_sum m_T [B,H,K] (fp32; n_T = T).
 // No "initial_state": the carried state is (S, M, μ, n), so S alone cannot continue a sequence; such a
@@ -225,6 +225,7 @@ Status launch(const LaunchArgs& args) {
   const TensorView* key_gram = v.output("final_key_gram", "BHKK", DType::fp32, /*optional=*/true);
   const TensorView* key_sum = v.output("final_key_sum", "BHK", DType::fp32, /*optional=*/true);
   const auto [tiles, blocks] = require_column_tiles(v, kMaxK);
+  const float scale = v.read_scale(v.size('K'));
   if (!v.ok()) return v.status();
   if (blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
 
@@ -248,7 +249,7 @@ Status launch(const LaunchArgs& args) {
       p.H = static_cast<int>(v.size('H'));
       p.K = static_cast<int>(v.size('K'));
       p.tiles = static_cast<int>(tiles);
-      p.scale = 1.f / sqrtf(static_cast<float>(p.K));  // K^{-1/2}, FLA's default
+      p.scale = scale;
       ccq_fused_recurrent<BB, T, KMAX><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream_of(args)>>>(p);
     });
   });
@@ -266,6 +267,7 @@ Kernel ccq_kernel(Backbone bb) {
   k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
   k.limits.max_K = kMaxK;
   k.limits.initial_state = false;
+  k.limits.scale = true;
   k.launch = gla ? launch<Backbone::gla> : launch<Backbone::gdn>;
   return k;
 }

@@ -88,18 +88,21 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
   const TensorView* k = v.input("k", "BTHK", dt);
-  const TensorView* val = v.input("v", "BTHV", dt);
-  const TensorView* gate = v.input("g", "BTH", dt);
-  const TensorView* step = v.input(STEP == Step::beta ? "beta" : "eta", "BTH", dt);
+  // Everything but q and k per value head (W); W a multiple of H groups the value heads (FLA's GVA).
+  const TensorView* val = v.input("v", "BTWV", dt);
+  const TensorView* gate = v.input("g", "BTW", dt);
+  const TensorView* step = v.input(STEP == Step::beta ? "beta" : "eta", "BTW", dt);
   const TensorView* cu = nullptr;
   if (varlen) cu = v.cu_seqlens();
-  const char* states = varlen ? "NHKV" : "BHKV";
+  const char* states = varlen ? "NWKV" : "BWKV";
   const TensorView* h0 = v.input("initial_state", states, DType::fp32, true);
-  const TensorView* o = v.output("o", "BTHV", dt);
+  const TensorView* o = v.output("o", "BTWV", dt);
   const TensorView* ht = v.output("final_state", states, DType::fp32, true);
   v.require_size('K', 1, kMaxK);
   v.require_size('V', 1, 0);
-  const std::int64_t sequences = v.size(varlen ? 'N' : 'B'), H = v.size('H'), tokens = v.size('T');
+  v.require_value_head_groups();
+  // H below: the value heads, over which every kernel of the pass runs.
+  const std::int64_t sequences = v.size(varlen ? 'N' : 'B'), H = v.size('W'), tokens = v.size('T');
   const std::int64_t chunks = chunks_in(tokens);
   // Record slots per head: chunks per batch entry × B; varlen: a sequence of L tokens takes ⌈L/64⌉ ≤
   // L/64 + 1 chunks, so non-overlapping sequences take at most ⌈T/64⌉ + N.
@@ -107,6 +110,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const std::int64_t v_tiles = (v.size('V') + kTileV - 1) / kTileV;
   const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
   v.require_grid(std::max({H * slots * out_tiles, sequences * H * v_tiles}));  // the kernels' largest grid
+  const float scale = v.read_scale(v.size('K'));
   if (!v.ok()) return v.status();
   if (sequences * H == 0) return Status::success();  // no sequence or no head: nothing to compute
 
@@ -128,11 +132,12 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.sequences = sequences;
     p.slots = slots;
     p.H = static_cast<int>(H);
+    p.group = static_cast<int>(H / v.size('H'));
     p.K = static_cast<int>(v.size('K'));
     p.V = static_cast<int>(v.size('V'));
     p.v_tiles = static_cast<int>(v_tiles);
     p.out_tiles = static_cast<int>(out_tiles);
-    p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.K)));
+    p.scale = scale;
     p.eps = kKlaEps;
     if (p.K <= 64) return enqueue<T, 64, STEP>(p, stream_of(args), name);
     if (p.K <= 128) return enqueue<T, 128, STEP>(p, stream_of(args), name);
@@ -143,7 +148,9 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
 template <Step STEP>
 Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
   auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP>(args, name, varlen); };
-  return delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
+  Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
+  k.limits.value_head_groups = true;
+  return k;
 }
 
 }  // namespace

@@ -76,7 +76,8 @@ struct Params {
   std::int64_t chunks = 0;  // ceil(T / kChunk): chunks per batch entry (not varlen)
   std::int64_t sequences = 0;  // B, or N (varlen)
   std::int64_t slots = 0;  // records per head: B · chunks, or ceil(T / kChunk) + N (varlen; an upper bound)
-  int H = 0, K = 0, V = 0;
+  int H = 0, K = 0, V = 0;  // H: the value heads (v, gates, states, o)
+  int group = 1;             // value heads per query/key head (FLA's GVA): head h reads q, k of head h / group
   int v_tiles = 0;  // ceil(V / kTileV)
   int out_tiles = 0;  // ceil(V / kOutTileV)
   float scale = 1, eps = 0;
@@ -277,7 +278,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   int n;
   if (!chunk_of_slot(p, slot, b, t0, n)) return;
   const int K = p.K, V = p.V;
-  const TokenRows<const T> q = rows_of(p.q, b, h), k = rows_of(p.k, b, h), v = rows_of(p.v, b, h);
+  const TokenRows<const T> q = rows_of(p.q, b, h / p.group), k = rows_of(p.k, b, h / p.group), v = rows_of(p.v, b, h);
   const TokenRows<const T> gate = rows_of(p.gate, b, h), step = rows_of(p.step, b, h);
   float* const record = record_of<T, KP>(p, h, slot);
   using R = Record<T, KP>;
@@ -597,7 +598,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_output(cons
   const int K = p.K, V = p.V, v0 = tile * kOutTileV;
   float* const record = record_of<T, KP>(p, h, slot);
 
-  const TokenRows<const T> q = rows_of(p.q, b, h);
+  const TokenRows<const T> q = rows_of(p.q, b, h / p.group);
   fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
   copy_rows(s_op, operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, slot), V), v0, V);
   copy_rows(p_op, operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk), 0, kChunk);

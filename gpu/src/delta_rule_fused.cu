@@ -60,27 +60,30 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
   const TensorView* k = v.input("k", "BTHK", dt);
-  const TensorView* val = v.input("v", "BTHV", dt);
-  const TensorView* gate = Pol::decay == Decay::scalar    ? v.input("g", "BTH", dt)
-                           : Pol::decay == Decay::channel ? v.input("gk", "BTHK", dt)
+  // Everything but q and k per value head (W); W a multiple of H groups the value heads (FLA's GVA).
+  const TensorView* val = v.input("v", "BTWV", dt);
+  const TensorView* gate = Pol::decay == Decay::scalar    ? v.input("g", "BTW", dt)
+                           : Pol::decay == Decay::channel ? v.input("gk", "BTWK", dt)
                                                           : nullptr;
-  const TensorView* step = Pol::write == Write::delta                  ? v.input("beta", "BTH", dt)
-                           : Pol::write == Write::delta_key_normalised ? v.input("eta", "BTH", dt)
+  const TensorView* step = Pol::write == Write::delta                  ? v.input("beta", "BTW", dt)
+                           : Pol::write == Write::delta_key_normalised ? v.input("eta", "BTW", dt)
                                                                        : nullptr;
   const TensorView* cu = nullptr;
   if (varlen) cu = v.cu_seqlens();
-  const char* states = varlen ? "NHKV" : "BHKV";
+  const char* states = varlen ? "NWKV" : "BWKV";
   const TensorView* h0 = v.input("initial_state", states, DType::fp32, true);
-  const TensorView* z0 = Pol::ratio ? v.input("initial_normalizer", "BHK", DType::fp32, true) : nullptr;
-  const TensorView* o = v.output("o", "BTHV", dt);
+  const TensorView* z0 = Pol::ratio ? v.input("initial_normalizer", varlen ? "NWK" : "BWK", DType::fp32, true) : nullptr;
+  const TensorView* o = v.output("o", "BTWV", dt);
   const TensorView* ht = v.output("final_state", states, DType::fp32, true);
-  const TensorView* zt = Pol::ratio ? v.output("final_normalizer", "BHK", DType::fp32, true) : nullptr;
+  const TensorView* zt = Pol::ratio ? v.output("final_normalizer", varlen ? "NWK" : "BWK", DType::fp32, true) : nullptr;
   v.require_size('K', 1, kMaxK);
   v.require_size('V', 1, 0);
+  v.require_value_head_groups();
   const std::int64_t sequences = v.size(varlen ? 'N' : 'B');
   const std::int64_t narrowest_tile = Geometry<64, 8>::tile_v;  // the most blocks any geometry launches
-  const std::int64_t blocks = sequences * v.size('H') * ((v.size('V') + narrowest_tile - 1) / narrowest_tile);
+  const std::int64_t blocks = sequences * v.size('W') * ((v.size('V') + narrowest_tile - 1) / narrowest_tile);
   v.require_grid(blocks);
+  const float scale = Pol::ratio ? 1.f : v.read_scale(v.size('K'));
   if (!v.ok()) return v.status();
   if (blocks == 0) return Status::success();  // no sequence or no head: nothing to compute
 
@@ -100,10 +103,11 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.cu_seqlens = cu != nullptr ? cu->data : nullptr;
     p.cu_seqlens_int64 = cu != nullptr && cu->dtype == DType::i64;
     p.tokens = v.size('T');
-    p.H = static_cast<int>(v.size('H'));
+    p.H = static_cast<int>(v.size('W'));
+    p.group = static_cast<int>(v.size('W') / v.size('H'));
     p.K = static_cast<int>(v.size('K'));
     p.V = static_cast<int>(v.size('V'));
-    p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.K)));
+    p.scale = scale;
     p.eps = Pol::ratio ? kRatioEps : kKlaEps;
     return enqueue_for_k<Pol>(p, sequences, stream_of(args));
   });
@@ -115,7 +119,10 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
 template <class Pol>
 Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
   auto run = [name, varlen](const LaunchArgs& args) { return launch<Pol>(args, name, varlen); };
-  return delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
+  Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
+  k.limits.scale = !Pol::ratio;  // the ratio read divides by z^T φ(q) + ε instead
+  k.limits.value_head_groups = true;
+  return k;
 }
 
 }  // namespace

@@ -90,7 +90,8 @@ struct Params {
   const void* cu_seqlens = nullptr;                        // varlen: [N+1] int32 or int64; B = 1
   bool cu_seqlens_int64 = false;
   std::int64_t tokens = 0;  // T: tokens per batch entry (varlen: all packed tokens)
-  int H = 0, K = 0, V = 0;
+  int H = 0, K = 0, V = 0;  // H: the value heads (v, gates, states, o)
+  int group = 1;             // value heads per query/key head (FLA's GVA): head h reads q, k of head h / group
   int tiles = 0;     // ceil(V / tile_v)
   int capacity = 0;  // tokens per staged chunk (≤ CHUNK, ≤ T)
   float scale = 1, eps = 0;
@@ -334,7 +335,7 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
     for (int j = 0; j < R; ++j) z[j] = initial_z != nullptr && row0 + j < K ? initial_z[row0 + j] : 0.f;
   }
 
-  const SequenceInputs<T> in{rows_of(p.q, b, h), rows_of(p.k, b, h), rows_of(p.v, b, h), rows_of(p.gate, b, h),
+  const SequenceInputs<T> in{rows_of(p.q, b, h / p.group), rows_of(p.k, b, h / p.group), rows_of(p.v, b, h), rows_of(p.gate, b, h),
                              rows_of(p.step, b, h), K, V};
   const TokenRows<T> out_rows = rows_of(p.o, b, h);
   const int capacity = p.capacity;

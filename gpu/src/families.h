@@ -27,6 +27,7 @@ inline Kernel delta_rule_entry(std::string name, std::string mechanism, std::str
   k.limits.max_K = max_K;
   k.limits.varlen = varlen;
   k.limits.initial_state = true;
+  k.limits.scale = true;
   k.launch = std::move(launch);
   return k;
 }

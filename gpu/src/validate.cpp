@@ -1,5 +1,7 @@
 #include "validate.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace larc::gpu::detail {
@@ -23,6 +25,20 @@ std::int64_t Validator::size(char letter) const {
 
 void Validator::require(bool condition, const std::string& message) {
   if (!condition && error_.empty()) error_ = kernel_ + ": " + message;
+}
+
+float Validator::read_scale(std::int64_t K) {
+  scale_read_ = true;
+  require(std::isfinite(args_.scale) && args_.scale >= 0,
+          "scale must be finite and > 0 (0: K^-1/2), got " + std::to_string(args_.scale));
+  if (args_.scale != 0) return static_cast<float>(args_.scale);
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(K, 1))));
+}
+
+Status Validator::status() const {
+  if (!error_.empty()) return Status::failure(error_);
+  if (!ok()) return Status::failure(kernel_ + ": takes no scale (LaunchArgs::scale must be 0), got " + std::to_string(args_.scale));
+  return Status::success();
 }
 
 std::string Validator::expected(std::string_view letters, DType dtype) const {
@@ -68,7 +84,7 @@ const TensorView* Validator::output(std::string_view name, std::string_view lett
 
 const TensorView* Validator::bind(const Tensors& from, std::string_view role, std::string_view name,
                                   std::string_view letters, DType dtype, bool optional) {
-  if (!ok()) return nullptr;
+  if (!error_.empty()) return nullptr;
   const std::string what = std::string(role) + " '" + std::string(name) + "'";
   const auto it = from.find(name);
   if (it == from.end()) {
@@ -137,7 +153,7 @@ const TensorView* Validator::bind(const Tensors& from, std::string_view role, st
 }
 
 void Validator::require_size(char letter, std::int64_t lo, std::int64_t hi, const std::vector<std::int64_t>& only) {
-  if (!ok()) return;
+  if (!error_.empty()) return;
   const std::int64_t n = size(letter);
   const std::string l(1, letter);
   require(n >= lo, l + " = " + std::to_string(n) + " is below the smallest this kernel takes (" + std::to_string(lo) + ")");
@@ -158,8 +174,14 @@ const TensorView* Validator::cu_seqlens() {
   const DType cu_dtype = dtype_of("cu_seqlens", {DType::i32, DType::i64});
   const TensorView* cu = input("cu_seqlens", "S", cu_dtype);
   require(size('S') >= 1, "cu_seqlens must have N + 1 ≥ 1 entries");
-  if (ok()) set('N', size('S') - 1);
+  if (error_.empty()) set('N', size('S') - 1);
   return cu;
+}
+
+void Validator::require_value_head_groups() {
+  const std::int64_t H = size('H'), W = size('W');
+  require((H == 0 && W == 0) || (H > 0 && W % H == 0), "the value heads (v's heads, " + std::to_string(W) +
+                                            ") must be a multiple of q's and k's heads (" + std::to_string(H) + ")");
 }
 
 void Validator::require_grid(std::int64_t blocks) {

@@ -41,14 +41,21 @@ class Validator {
   // Requires a bound letter to be within [lo, hi] (hi = 0: no upper bound) and, when `only` is not
   // empty, one of its values.
   void require_size(char letter, std::int64_t lo, std::int64_t hi, const std::vector<std::int64_t>& only = {});
+  // Requires the value heads W to be a multiple of the query/key heads H (both bound).
+  void require_value_head_groups();
   // Requires `blocks` ≤ 2^31 − 1 (gridDim.x), the launch geometry every kernel here uses.
   void require_grid(std::int64_t blocks);
   // A varlen launch's offsets (FLA's convention): one packed batch entry (B = 1) and cu_seqlens int32 or
   // int64 [N+1], N + 1 ≥ 1; binds N. Call after the inputs that bind B.
   const TensorView* cu_seqlens();
 
-  bool ok() const { return error_.empty(); }
-  Status status() const { return ok() ? Status::success() : Status::failure(error_); }
+  // The read scale of a kernel that has one: args.scale, or K^{-1/2} when it is 0 (records an error
+  // unless it is finite and > 0). A launch of a kernel that never asks, with args.scale not 0, is
+  // refused (ok() is false).
+  float read_scale(std::int64_t K);
+
+  bool ok() const { return error_.empty() && (args_.scale == 0 || scale_read_); }
+  Status status() const;
 
   static Strides strides_of(const TensorView& t);
 
@@ -60,6 +67,7 @@ class Validator {
   const LaunchArgs& args_;
   std::map<char, std::int64_t> sizes_;
   std::string error_;
+  bool scale_read_ = false;
 };
 
 }  // namespace larc::gpu::detail

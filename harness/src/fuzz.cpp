@@ -110,9 +110,11 @@ Campaign::Campaign(CampaignConfig config) : config_(std::move(config)) {
   }
   for (const CampaignCell& c : cells_) {  // the largest case a cell may draw must fit (kMaxTensorElements)
     const ShapeLimits& lim = c.subject->limits;
-    find_mechanism(c.subject->mechanism)
-        .check_shape({bound(config_.max_B, lim.max_B), bound(config_.max_T, lim.max_T), bound(config_.max_H, lim.max_H),
-                      bound(config_.max_K, lim.max_K), bound(config_.max_V, lim.max_V)});
+    const Mechanism& m = find_mechanism(c.subject->mechanism);
+    Shape largest{bound(config_.max_B, lim.max_B), bound(config_.max_T, lim.max_T), bound(config_.max_H, lim.max_H),
+                  bound(config_.max_K, lim.max_K), bound(config_.max_V, lim.max_V)};
+    if (lim.value_head_groups && m.groups_value_heads()) largest.HV = 4 * largest.H;
+    m.check_shape(largest);
   }
 }
 
@@ -139,7 +141,11 @@ CaseSpec Campaign::case_at(std::uint64_t index) const {
     spec.knobs[k.name] = draw_knob(rng, k);  // drawn even when held, so the other draws do not move
     if (const auto held = config_.knobs.find(k.name); held != config_.knobs.end()) spec.knobs[k.name] = held->second;
   }
-  if (!cell.subject->takes_initial_state) spec.knobs.erase(kInitialStateKnob);
+  for (const std::string& name : cell.subject->knobs_held_at_default()) spec.knobs.erase(name);
+  // Value heads grouped over the query/key heads (HV = G·H, G ∈ {2, 4}) half of the time, where the
+  // mechanism and the subject take them; drawn last, so every other draw is the same without them.
+  if (lim.value_head_groups && find_mechanism(spec.mechanism).groups_value_heads() && rng.bits() % 2 == 1)
+    spec.shape.HV = spec.shape.H * (rng.bits() % 2 == 0 ? 2 : 4);
   spec.knobs = find_mechanism(spec.mechanism).resolve_knobs(spec.knobs);
   return spec;
 }
@@ -177,8 +183,14 @@ std::vector<CaseSpec> reductions(const CaseSpec& spec, const ShapeLimits& limits
       tried.push_back(y);
       CaseSpec c = spec;
       c.shape.*dim = y;
+      if (dim == &Shape::H && spec.shape.HV != 0) c.shape.HV = y * (spec.shape.HV / spec.shape.H);  // keep the groups
       if (limits.accepts(c.shape)) out.push_back(c);
     }
+  }
+  if (spec.shape.value_heads() != spec.shape.H) {  // one value head per query/key head
+    CaseSpec c = spec;
+    c.shape.HV = 0;
+    out.push_back(c);
   }
   for (const Knob& k : find_mechanism(spec.mechanism).knobs) {
     const double v = spec.knobs.at(k.name);

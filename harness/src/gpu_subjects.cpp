@@ -70,7 +70,15 @@ Launcher launcher_of(const gpu::Kernel& kernel, const Mechanism& mechanism) {
     check(gpu::use_device(chosen_device));  // per call: the gate's worker threads each have their own current device
     std::map<std::string, DeviceCopy> in, out;
     gpu::LaunchArgs args;
-    for (const auto& [name, t] : inputs) args.inputs[name] = in.emplace(name, DeviceCopy(t)).first->second.view;
+    for (const auto& [name, t] : inputs) {
+      if (name == "scale") {  // a case's read scale travels as LaunchArgs::scale, FLA's float argument
+        float scale = 0;
+        std::memcpy(&scale, t.data(), sizeof scale);
+        args.scale = scale;
+        continue;
+      }
+      args.inputs[name] = in.emplace(name, DeviceCopy(t)).first->second.view;
+    }
     for (const auto& [name, t] : outputs) args.outputs[name] = out.emplace(name, DeviceCopy(t)).first->second.view;
     if (kernel.limits.varlen) {
       ValueMap shapes_only;
@@ -113,7 +121,9 @@ void register_gpu_subjects(std::vector<Subject>& out) {
     s.limits.max_V = k.limits.max_V;
     s.limits.max_T = k.limits.max_T;
     s.limits.head_dims = k.limits.head_dims;
+    s.limits.value_head_groups = k.limits.value_head_groups;
     s.takes_initial_state = k.limits.initial_state;
+    s.takes_scale = k.limits.scale;
     s.launch = launcher_of(k, *mechanism);
     out.push_back(std::move(s));
   }

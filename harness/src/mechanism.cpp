@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "larc/reference/fenwick.h"
+#include "head_split.h"
 #include "mechanism_support.h"
 
 namespace larc::harness {
@@ -19,8 +20,13 @@ std::string number(double x) {
 }  // namespace
 
 std::string Shape::str() const {
-  return std::to_string(B) + "," + std::to_string(T) + "," + std::to_string(H) + "," + std::to_string(K) + "," +
-         std::to_string(V);
+  std::string s = std::to_string(B) + "," + std::to_string(T) + "," + std::to_string(H) + "," + std::to_string(K) + "," +
+                  std::to_string(V);
+  if (value_heads() != H) {
+    s += ',';
+    s += std::to_string(value_heads());
+  }
+  return s;
 }
 
 Shape Shape::parse(const std::string& s) {
@@ -37,12 +43,13 @@ Shape Shape::parse(const std::string& s) {
       used = 0;
     }
     if (part.empty() || used != part.size())
-      throw std::invalid_argument("shape: expected five positive integers B,T,H,K,V, got '" + s + "'");
+      throw std::invalid_argument("shape: expected five positive integers B,T,H,K,V (or six, B,T,H,K,V,HV), got '" + s + "'");
     v.push_back(x);
     pos = end + 1;
   }
-  if (v.size() != 5) throw std::invalid_argument("shape: expected five positive integers B,T,H,K,V, got '" + s + "'");
-  const Shape shape{v[0], v[1], v[2], v[3], v[4]};
+  if (v.size() != 5 && v.size() != 6)
+    throw std::invalid_argument("shape: expected five positive integers B,T,H,K,V (or six, B,T,H,K,V,HV), got '" + s + "'");
+  const Shape shape{v[0], v[1], v[2], v[3], v[4], v.size() == 6 ? v[5] : 0};
   shape.require_positive();
   return shape;
 }
@@ -52,6 +59,9 @@ void Shape::require_positive() const {
   for (const auto& [letter, size] : sizes)
     if (size < 1)
       throw std::invalid_argument(std::string("shape: ") + letter + " must be at least 1, got " + std::to_string(size));
+  if (HV < 0 || value_heads() % H != 0)
+    throw std::invalid_argument("shape: HV must be a positive multiple of H = " + std::to_string(H) + ", got " +
+                                std::to_string(HV));
 }
 
 std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s) {
@@ -63,6 +73,7 @@ std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s) {
       case 'H': d.push_back(s.H); break;
       case 'K': d.push_back(s.K); break;
       case 'V': d.push_back(s.V); break;
+      case 'W': d.push_back(s.value_heads()); break;
       case '1': d.push_back(1); break;
       case 'L': d.push_back(ref::fenwick::level_count(static_cast<std::uint64_t>(s.T))); break;
       default: throw std::invalid_argument(std::string("dims_of: unknown dimension letter '") + c + "'");
@@ -105,7 +116,8 @@ int Mechanism::time_axis(std::string_view output_name) const {
 
 int Mechanism::leading_slice_axes(std::string_view output_name) const {
   const TensorSpec& spec = output(output_name);
-  return spec.gradient && time_axis(output_name) < 0 && spec.dims.rfind("BH", 0) == 0 ? 2 : 0;
+  const bool per_head = spec.dims.rfind("BH", 0) == 0 || spec.dims.rfind("BW", 0) == 0;  // [B,H,…] or [B,HV,…]
+  return spec.gradient && time_axis(output_name) < 0 && per_head ? 2 : 0;
 }
 
 KnobValues Mechanism::resolve_knobs(const KnobValues& given) const {
@@ -165,7 +177,11 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
     }
   }
   auto get = [&](char c) { return size.count(c) ? size[c] : 1; };
-  const Shape s{get('B'), get('T'), get('H'), get('K'), get('V')};
+  const std::int64_t H = size.count('H') ? size['H'] : get('W');
+  const Shape s{get('B'), get('T'), H, get('K'), get('V'), size.count('W') && size['W'] != H ? size['W'] : 0};
+  if (s.value_heads() % s.H != 0)
+    throw std::invalid_argument(name + ": the value heads (" + std::to_string(s.value_heads()) +
+                                ") must be a multiple of the query/key heads (" + std::to_string(s.H) + ")");
   if (size.count('L') && size['L'] != dims_of("L", s)[0])
     throw std::invalid_argument(name + ": the level dimension L must be ceil(log2 T) + 1 = " +
                                 std::to_string(dims_of("L", s)[0]) + " for T = " + std::to_string(s.T) + ", got " +
@@ -173,8 +189,17 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
   return s;
 }
 
+bool Mechanism::groups_value_heads() const {
+  for (const std::vector<TensorSpec>* specs : {&inputs, &outputs})
+    for (const TensorSpec& spec : *specs)
+      if (spec.dims.find('W') != std::string::npos) return true;
+  return false;
+}
+
 void Mechanism::check_shape(const Shape& s) const {
   s.require_positive();
+  if (s.value_heads() != s.H && !groups_value_heads())
+    throw std::invalid_argument("shape " + s.str() + ": " + name + " has no grouped value heads (HV must equal H)");
   for (const std::vector<TensorSpec>* specs : {&inputs, &outputs})
     for (const TensorSpec& spec : *specs) {
       std::int64_t n = 1;
@@ -197,6 +222,7 @@ const std::vector<Mechanism>& mechanisms() {
     detail::register_hla_mechanisms(out);
     detail::register_log_linear_mechanisms(out);
     detail::register_ccq_mechanisms(out);
+    for (Mechanism& m : out) detail::split_compute_over_heads(m);  // cores.h
     return out;
   }();
   return all;

@@ -5,7 +5,8 @@
 namespace larc::harness::detail {
 
 namespace {
-constexpr std::uint64_t kInitialStateStream = 0x50;  // mix_seed stream of the initial state
+constexpr std::uint64_t kInitialStateStream = 0x50;       // mix_seed stream of the initial state
+constexpr std::uint64_t kInitialNormalizerStream = 0x51;  // and of a ratio read's normaliser
 }  // namespace
 
 TensorSpec initial_state_spec() {
@@ -17,8 +18,42 @@ void add_initial_state(ValueMap& in, const Shape& s, std::uint64_t seed, const K
   const InitialState choice = initial_state_of(knobs);
   if (choice == InitialState::none) return;
   Rng rng(mix_seed(seed, kInitialStateStream));
-  in["initial_state"] = choice == InitialState::zero ? ref::Tensor<double>({s.B, s.H, s.K, s.V})
-                                                     : normal_tensor(rng, {s.B, s.H, s.K, s.V}, 1.0);
+  const std::int64_t HV = s.value_heads();
+  in["initial_state"] = choice == InitialState::zero ? ref::Tensor<double>({s.B, HV, s.K, s.V})
+                                                     : normal_tensor(rng, {s.B, HV, s.K, s.V}, 1.0);
+}
+
+TensorSpec initial_normalizer_spec() {
+  return {.name = "initial_normalizer", .dims = "BHK", .meaning = "the normaliser z before the first token (zero when absent)",
+          .always_fp32 = true, .optional = true, .min = 0};
+}
+
+void add_initial_normalizer(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& knobs) {
+  const InitialState choice = initial_state_of(knobs);
+  if (choice == InitialState::none) return;
+  Rng rng(mix_seed(seed, kInitialNormalizerStream));
+  in["initial_normalizer"] = choice == InitialState::zero ? ref::Tensor<double>({s.B, s.H, s.K})
+                                                          : uniform_tensor(rng, {s.B, s.H, s.K}, 0.0, 2.0);
+}
+
+Knob scale_knob() {
+  return {.name = kScaleFactorKnob, .lo = 1.0 / 16, .hi = 16, .default_value = 1, .log_scale = true,
+          .meaning = "read scale = scale_factor · K^-1/2 (at 1 the case passes no scale: the kernel's default)",
+          .regime = true};
+}
+
+TensorSpec scale_spec() {
+  return {.name = "scale", .dims = "1", .meaning = "the read scale (K^-1/2 when absent)", .always_fp32 = true,
+          .optional = true, .min = 0};
+}
+
+void add_scale(ValueMap& in, const Shape& s, const KnobValues& knobs) {
+  const double factor = knobs.at(kScaleFactorKnob);
+  if (factor == 1) return;
+  ref::Tensor<double> scale({1});
+  // Held in float32 (always_fp32): the scale every subject and the reference read is the rounded one.
+  scale.data[0] = static_cast<float>(factor / std::sqrt(static_cast<double>(s.K)));
+  in["scale"] = std::move(scale);
 }
 
 Knob entries_knob() {
@@ -78,7 +113,7 @@ ref::Tensor<double> keys_in(Rng& rng, const Shape& s, const KnobValues& knobs, d
 void add_qkv(ValueMap& in, Rng& rng, const Shape& s, const KnobValues& knobs, double key_norm) {
   in["q"] = entries_in(rng, {s.B, s.T, s.H, s.K}, 1.0, knobs);
   in["k"] = keys_in(rng, s, knobs, key_norm);
-  in["v"] = entries_in(rng, {s.B, s.T, s.H, s.V}, 1.0, knobs);
+  in["v"] = entries_in(rng, {s.B, s.T, s.value_heads(), s.V}, 1.0, knobs);
 }
 
 ref::Tensor<double> plain_directions(Rng& rng, const Shape& s, double norm) {
@@ -91,6 +126,12 @@ ref::Tensor<double> log_decays_in(Rng& rng, std::vector<std::int64_t> shape, dou
   Rng regimes(mix_seed(seed, kDecayRegimeStream));
   cases::apply_decay_regimes(regimes, g, knob_or(knobs, kHardDecayKnob, 0), knob_or(knobs, kZeroDecayKnob, 0));
   return g;
+}
+
+TensorSpec with_value_heads(TensorSpec spec) {
+  for (char& c : spec.dims)
+    if (c == 'H') c = 'W';
+  return spec;
 }
 
 TensorSpec gradient_spec(std::string name, std::string dims, std::string meaning) {
@@ -107,7 +148,8 @@ Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> 
   m.description = "gradients of " + forward.name + " for L = Σ⟨do, o⟩ + ⟨dht, final_state⟩ (the reverse-mode adjoint)";
   m.inputs = forward.inputs;
   m.inputs.push_back({"do", forward.output("o").dims, "cotangent of o"});
-  m.inputs.push_back({.name = "dht", .dims = "BHKV", .meaning = "cotangent of the final state (zero when absent)",
+  m.inputs.push_back({.name = "dht", .dims = forward.output("final_state").dims,
+                      .meaning = "cotangent of the final state (zero when absent)",
                       .always_fp32 = true, .optional = true});
   for (TensorSpec& g : gradients) g.gradient = true;
   m.outputs = std::move(gradients);
@@ -124,10 +166,11 @@ Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> 
     const auto regime = static_cast<CotangentRegime>(static_cast<int>(kn.at("cotangents")));
     Rng rng(mix_seed(seed, kCotangentStream));
     // Matched magnitudes: ‖dht‖ ≈ ‖do‖ per (sequence, head), T·V entries of do against K·V of dht.
-    in["do"] = regime == CotangentRegime::state_only ? ref::Tensor<double>({s.B, s.T, s.H, s.V})
-                                                     : normal_tensor(rng, {s.B, s.T, s.H, s.V}, 1.0);
+    const std::int64_t HV = s.value_heads();  // o and the final state have the value heads
+    in["do"] = regime == CotangentRegime::state_only ? ref::Tensor<double>({s.B, s.T, HV, s.V})
+                                                     : normal_tensor(rng, {s.B, s.T, HV, s.V}, 1.0);
     if (regime != CotangentRegime::output_only)
-      in["dht"] = normal_tensor(rng, {s.B, s.H, s.K, s.V}, std::sqrt(static_cast<double>(s.T) / static_cast<double>(s.K)));
+      in["dht"] = normal_tensor(rng, {s.B, HV, s.K, s.V}, std::sqrt(static_cast<double>(s.T) / static_cast<double>(s.K)));
     return in;
   };
   return m;

@@ -60,6 +60,23 @@ ref::Tensor<double> log_decays_in(Rng& rng, std::vector<std::int64_t> shape, dou
 // stream of its own so that the other inputs do not depend on the knob), added to `in`.
 TensorSpec initial_state_spec();
 void add_initial_state(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& knobs);
+// The read scale as a case parameter (kScaleFactorKnob): its knob (log-uniform in [1/16, 16], 1 by
+// default, an edge regime), its input spec ("scale" [1], float32, optional), the input added when the
+// factor is not 1, and the case's scale in scalar S (none: the mechanism's default K^{-1/2}).
+Knob scale_knob();
+TensorSpec scale_spec();
+void add_scale(ValueMap& in, const Shape& s, const KnobValues& knobs);
+template <class S>
+std::optional<S> scale_in(const ValueMap& in) {
+  const auto it = in.find("scale");
+  if (it == in.end()) return std::nullopt;
+  return ref::from_double<S>(it->second.data.at(0));
+}
+
+// A ratio read's normaliser z_0 [B,H,K] beside its initial state (float32, ≥ 0 as a sum of positive
+// features is): none, zeros or U(0, 2) entries by the same knob, from a stream of its own.
+TensorSpec initial_normalizer_spec();
+void add_initial_normalizer(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& knobs);
 
 template <class S>
 ref::Tensor<S> cast_tensor(const ref::Tensor<double>& x) {
@@ -79,12 +96,16 @@ ref::Tensor<double> to_double_tensor(const ref::Tensor<S>& x) {
   return r;
 }
 
-// The case's initial state in scalar S, or none when the case has none.
+// The case's optional input `name` in scalar S, or none when the case has none.
 template <class S>
-std::optional<ref::Tensor<S>> initial_state_in(const ValueMap& in) {
-  const auto it = in.find("initial_state");
+std::optional<ref::Tensor<S>> optional_input(const ValueMap& in, const std::string& name) {
+  const auto it = in.find(name);
   if (it == in.end()) return std::nullopt;
   return cast_tensor<S>(it->second);
+}
+template <class S>
+std::optional<ref::Tensor<S>> initial_state_in(const ValueMap& in) {
+  return optional_input<S>(in, "initial_state");
 }
 
 // Calls fn.template operator()<S>() with the scalar of precision p.
@@ -121,6 +142,35 @@ void set_compute(Mechanism& m, Outputs outputs) {
 template <class GradientsAt>
 Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at);
 Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> gradients);
+
+// `spec` over the value heads (its H dims become W: Shape::HV), for a mechanism whose value heads may be
+// grouped over its query/key heads.
+TensorSpec with_value_heads(TensorSpec spec);
+
+// q or k [B,T,H,K] repeated to the value heads HV = G·H (value head j reads head j / G), and the
+// adjoint: dq or dk [B,T,HV,K] summed over each group back to [B,T,H,K]. G = 1 returns the tensor.
+template <class S>
+ref::Tensor<S> repeat_heads(const ref::Tensor<S>& x, std::int64_t G) {
+  if (G == 1) return x;
+  const std::int64_t rows = x.dim(0) * x.dim(1), H = x.dim(2), D = x.dim(3);
+  ref::Tensor<S> r({x.dim(0), x.dim(1), H * G, D});
+  for (std::int64_t n = 0; n < rows; ++n)
+    for (std::int64_t j = 0; j < H * G; ++j)
+      for (std::int64_t d = 0; d < D; ++d) r.data[(n * H * G + j) * D + d] = x.data[(n * H + j / G) * D + d];
+  return r;
+}
+template <class S>
+ref::Tensor<S> sum_head_groups(const ref::Tensor<S>& x, std::int64_t G) {
+  if (G == 1) return x;
+  const std::int64_t rows = x.dim(0) * x.dim(1), HV = x.dim(2), D = x.dim(3);
+  ref::Tensor<S> r({x.dim(0), x.dim(1), HV / G, D});
+  for (std::int64_t n = 0; n < rows; ++n)
+    for (std::int64_t j = 0; j < HV; ++j)
+      for (std::int64_t d = 0; d < D; ++d) r.data[(n * (HV / G) + j / G) * D + d] += x.data[(n * HV + j) * D + d];
+  return r;
+}
+// The case's group size G = HV / H, from v's and q's heads.
+inline std::int64_t head_group(const ValueMap& in) { return in.at("v").dim(2) / in.at("q").dim(2); }
 
 // A gradient output's spec, and dh0's ([B,H,K,V], float32 like the initial state); gradient_twin marks
 // each as a gradient.

@@ -3,7 +3,8 @@
 // same generator and knobs) plus lambda [B,T,H], the read gates λ_t ∈ (0, 1) in FLA's gate layout — SPEC's
 // λ_t = σ(wᵀq_t + b) is a projection computed upstream of the kernel, as FLA's β is, so the generator
 // draws it that way (one w per head) and the mechanism takes λ itself (ccq.h's Options::lambda).
-// Uniform covariance, zero initial state and statistics, scale K^{-1/2}. Outputs: o [B,T,H,V], the
+// Uniform covariance, zero initial state and statistics, scale K^{-1/2} (or the case's: the
+// scale_factor knob). Outputs: o [B,T,H,V], the
 // backbone's final state [B,H,K,V], and the key statistics C_T = Σ_t k_t k_tᵀ [B,H,K,K] and
 // m_T = Σ_t k_t [B,H,K] (n_T = T), all but o in float32.
 // Forms: q̃ by ccq.h's recurrent (serial, streamed) or chunkwise (chunked) conditioner, then the
@@ -80,10 +81,16 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
   m.name = "ccq-" + backbone.name;
   m.description = "curvature-conditioned query on " + backbone.name +
                   " (SPEC §2): q̃_t = (I − λ_t Σ_t) q_t, Σ_t the uniform key covariance; the backbone's write, its read with q̃";
-  // CCQ's forms start from a zero state: the backbone's optional initial state and its knob are not CCQ's.
-  for (const TensorSpec& in : backbone.inputs)
-    if (!in.optional) m.inputs.push_back(in);
+  // CCQ's forms start from a zero state: the backbone's optional initial state and its knob are not
+  // CCQ's; its read scale is. One value head per query/key head: the conditioner is per head.
+  for (TensorSpec in : backbone.inputs) {
+    if (in.optional) continue;
+    for (char& c : in.dims)
+      if (c == 'W') c = 'H';
+    m.inputs.push_back(std::move(in));
+  }
   m.inputs.push_back({"lambda", "BTH", "read gates λ_t ∈ (0, 1), drawn as σ(wᵀq_t + b)"});
+  m.inputs.push_back(scale_spec());
   m.outputs = {{"o", "BTHV", "outputs o_t = scale · S_tᵀ q̃_t", false},
                {"final_state", "BHKV", "the backbone's state after the last token", true},
                {"final_key_gram", "BHKK", "C_T = Σ_t k_t k_tᵀ", true},
@@ -126,14 +133,16 @@ void register_ccq_mechanisms(std::vector<Mechanism>& out) {
                             []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk,
                                         ref::OperandFormat operands) {
                               return ref::gla::gla_batched<S>(q_tilde, cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
-                                                              cast_tensor<S>(in.at("gk")), {}, {}, form, chunk, operands);
+                                                              cast_tensor<S>(in.at("gk")), scale_in<S>(in), {}, form, chunk,
+                                                              operands);
                             });
   Mechanism on_gdn = ccq_on(registered(out, "gdn"), {ref::Form::serial, ref::Form::chunked, ref::Form::streamed},
                             []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk,
                                         ref::OperandFormat operands) {
                               return ref::delta_rule::gdn_batched<S>(q_tilde, cast_tensor<S>(in.at("k")),
                                                                      cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                                                     cast_tensor<S>(in.at("beta")), {}, {}, form, chunk, operands);
+                                                                     cast_tensor<S>(in.at("beta")), scale_in<S>(in), {}, form,
+                                                                     chunk, operands);
                             });
   out.push_back(std::move(on_gla));
   out.push_back(std::move(on_gdn));

@@ -1,8 +1,11 @@
 // GDN, DeltaNet and KLA (reference/delta_rule.h) as gate mechanisms, with FLA's
-// chunk_gated_delta_rule conventions: q, k [B,T,H,K], v [B,T,H,V], g log-decays [B,T,H], beta
-// [B,T,H] (KLA: eta [B,T,H], β = η/(‖k‖² + ε)), scale K^{-1/2}, an optional initial state
-// [B,H,K,V] in float32 (the initial_state knob), outputs o [B,T,H,V] and the final state [B,H,K,V]
-// in float32; and their gradient twins (docs/gate.md "Gradient cases").
+// chunk_gated_delta_rule conventions: q, k [B,T,H,K], v [B,T,HV,V], g log-decays [B,T,HV], beta
+// [B,T,HV] (KLA: eta [B,T,HV], β = η/(‖k‖² + ε)), scale K^{-1/2} (or the case's: the scale_factor
+// knob), an optional initial state [B,HV,K,V] in float32 (the initial_state knob), outputs o
+// [B,T,HV,V] and the final state [B,HV,K,V] in float32; and their gradient twins (docs/gate.md
+// "Gradient cases"). HV = H unless the shape groups the value heads (FLA's GVA, Shape::HV): value
+// head j reads q and k of head j / (HV/H), which the reference gets as q and k repeated to HV heads
+// (and dq, dk as the sums over each group).
 #include <cmath>
 
 #include "larc/reference/delta_rule_backward.h"
@@ -16,8 +19,8 @@ namespace dr = ref::delta_rule;
 constexpr double kKlaEps = 1e-6;
 
 const std::vector<TensorSpec> kOutputs = {
-    {"o", "BTHV", "outputs o_t = scale · S_t^T q_t", false},
-    {"final_state", "BHKV", "state after the last token", true},
+    {"o", "BTWV", "outputs o_t = scale · S_t^T q_t", false},
+    {"final_state", "BWKV", "state after the last token", true},
 };
 
 Knob collinearity_knob() {
@@ -30,21 +33,35 @@ ValueMap outputs_of(const dr::BatchedResult<S>& r) {
   return {{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
 }
 
+// Per token and value head.
 ref::Tensor<double> gates_in(Rng& rng, const Shape& s, double lo, double hi) {
-  return uniform_tensor(rng, {s.B, s.T, s.H}, std::min(lo, hi), std::max(lo, hi));
+  return uniform_tensor(rng, {s.B, s.T, s.value_heads()}, std::min(lo, hi), std::max(lo, hi));
 }
 
 // β ∈ [0, 2]: above 1 the transition I − β k kᵀ has a negative eigenvalue (FLA's allow_neg_eigval).
 TensorSpec beta_spec() {
-  return {.name = "beta", .dims = "BTH", .meaning = "delta-rule steps β ∈ [0, 2]", .min = 0, .max = 2};
+  return {.name = "beta", .dims = "BTW", .meaning = "delta-rule steps β ∈ [0, 2]", .min = 0, .max = 2};
 }
 const KnobValues kBetaUpToTwo{{"beta_lo", 1}, {"beta_hi", 2}};
 std::vector<Knob> beta_knobs() {
   return {{"beta_lo", 0, 2, 0.05, false, "β ~ U(beta_lo, beta_hi)"}, {"beta_hi", 0, 2, 1, false, "β ~ U(beta_lo, beta_hi)"}};
 }
 TensorSpec log_decay_spec() {
-  return {.name = "g", .dims = "BTH", .meaning = "log-decays g ≤ 0 (−∞: forget everything)", .max = 0,
+  return {.name = "g", .dims = "BTW", .meaning = "log-decays g ≤ 0 (−∞: forget everything)", .max = 0,
           .minus_infinity = true};
+}
+
+// q, k over the query/key heads; v and everything per value head over the value heads (FLA's GVA).
+std::vector<TensorSpec> qkv_specs(const char* keys) {
+  return {{"q", "BTHK", "queries"}, {"k", "BTHK", keys}, {"v", "BTWV", "values"}};
+}
+std::vector<TensorSpec> optional_specs() { return {with_value_heads(initial_state_spec()), scale_spec()}; }
+
+// The queries and keys of the case in scalar S, repeated to its value heads.
+template <class S>
+std::pair<ref::Tensor<S>, ref::Tensor<S>> grouped_qk(const ValueMap& in) {
+  const std::int64_t G = head_group(in);
+  return {repeat_heads(cast_tensor<S>(in.at("q")), G), repeat_heads(cast_tensor<S>(in.at("k")), G)};
 }
 
 
@@ -52,16 +69,13 @@ Mechanism gdn() {
   Mechanism m;
   m.name = "gdn";
   m.description = "Gated DeltaNet (FLA chunk_gated_delta_rule): S ← e^g S; S ← S + β k (v − S^T k)^T; o = S^T (scale q)";
-  m.inputs = {{"q", "BTHK", "queries"},
-              {"k", "BTHK", "keys (unit norm)"},
-              {"v", "BTHV", "values"},
-              log_decay_spec(),
-              beta_spec(),
-              initial_state_spec()};
+  m.inputs = qkv_specs("keys (unit norm)");
+  for (const TensorSpec& t : {log_decay_spec(), beta_spec()}) m.inputs.push_back(t);
+  for (const TensorSpec& t : optional_specs()) m.inputs.push_back(t);
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(), decay_knob()};
   for (const Knob& k : beta_knobs()) m.knobs.push_back(k);
-  for (const Knob& k : {initial_state_knob(), entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()})
+  for (const Knob& k : {initial_state_knob(), scale_knob(), entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()})
     m.knobs.push_back(k);
   m.edge_regimes = edge_regimes(true, kBetaUpToTwo);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_gated_delta_rule"}};
@@ -70,14 +84,16 @@ Mechanism gdn() {
     Rng rng(seed);
     ValueMap in;
     add_qkv(in, rng, s, kn, 1.0);
-    in["g"] = log_decays_in(rng, {s.B, s.T, s.H}, kn.at("decay_max"), seed, kn);
+    in["g"] = log_decays_in(rng, {s.B, s.T, s.value_heads()}, kn.at("decay_max"), seed, kn);
     in["beta"] = gates_in(rng, s, kn.at("beta_lo"), kn.at("beta_hi"));
     add_initial_state(in, s, seed, kn);
+    add_scale(in, s, kn);
     return in;
   };
   set_compute(m, []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-    return outputs_of(dr::gdn_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
-                                         cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("beta")), {},
+    const auto [q, k] = grouped_qk<S>(in);
+    return outputs_of(dr::gdn_batched<S>(q, k, cast_tensor<S>(in.at("v")),
+                                         cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("beta")), scale_in<S>(in),
                                          initial_state_in<S>(in), form, chunk, operands));
   });
   return m;
@@ -87,15 +103,13 @@ Mechanism deltanet() {
   Mechanism m;
   m.name = "deltanet";
   m.description = "DeltaNet: S ← S + β k (v − S^T k)^T; o = S^T (scale q)";
-  m.inputs = {{"q", "BTHK", "queries"},
-              {"k", "BTHK", "keys (unit norm)"},
-              {"v", "BTHV", "values"},
-              beta_spec(),
-              initial_state_spec()};
+  m.inputs = qkv_specs("keys (unit norm)");
+  m.inputs.push_back(beta_spec());
+  for (const TensorSpec& t : optional_specs()) m.inputs.push_back(t);
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob()};
   for (const Knob& k : beta_knobs()) m.knobs.push_back(k);
-  for (const Knob& k : {initial_state_knob(), entries_knob(), key_set_knob()}) m.knobs.push_back(k);
+  for (const Knob& k : {initial_state_knob(), scale_knob(), entries_knob(), key_set_knob()}) m.knobs.push_back(k);
   m.edge_regimes = edge_regimes(false, kBetaUpToTwo);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_delta_rule"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
@@ -105,11 +119,12 @@ Mechanism deltanet() {
     add_qkv(in, rng, s, kn, 1.0);
     in["beta"] = gates_in(rng, s, kn.at("beta_lo"), kn.at("beta_hi"));
     add_initial_state(in, s, seed, kn);
+    add_scale(in, s, kn);
     return in;
   };
   set_compute(m, []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-    return outputs_of(dr::deltanet_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                              cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")), {},
+    const auto [q, k] = grouped_qk<S>(in);
+    return outputs_of(dr::deltanet_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")), scale_in<S>(in),
                                               initial_state_in<S>(in), form, chunk, operands));
   });
   return m;
@@ -119,17 +134,15 @@ Mechanism kla() {
   Mechanism m;
   m.name = "kla";
   m.description = "Kaczmarz linear attention: GDN with β = η / (‖k‖² + ε), unnormalised keys (SPEC §3)";
-  m.inputs = {{"q", "BTHK", "queries"},
-              {"k", "BTHK", "keys (any norm)"},
-              {"v", "BTHV", "values"},
-              log_decay_spec(),
-              {.name = "eta", .dims = "BTH", .meaning = "relaxation gates η ∈ (0, 1]", .min = 0, .max = 1},
-              initial_state_spec()};
+  m.inputs = qkv_specs("keys (any norm)");
+  m.inputs.push_back(log_decay_spec());
+  m.inputs.push_back({.name = "eta", .dims = "BTW", .meaning = "relaxation gates η ∈ (0, 1]", .min = 0, .max = 1});
+  for (const TensorSpec& t : optional_specs()) m.inputs.push_back(t);
   m.outputs = kOutputs;
   m.knobs = {collinearity_knob(), decay_knob(),
              {"key_norm", 1e-4, 1e3, 1, true, "‖k_t‖"},
              {"eta_lo", 1e-3, 1, 0.05, false, "η ~ U(eta_lo, eta_hi)"},
-             {"eta_hi", 1e-3, 1, 1, false, "η ~ U(eta_lo, eta_hi)"}, initial_state_knob(),
+             {"eta_hi", 1e-3, 1, 1, false, "η ~ U(eta_lo, eta_hi)"}, initial_state_knob(), scale_knob(),
              entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()};
   m.edge_regimes = edge_regimes(true);
   m.parameters = {{"scale", "K^-1/2"}, {"eps", kKlaEps}, {"initial_state", "the initial_state knob: none, zero or random"}};
@@ -138,15 +151,17 @@ Mechanism kla() {
     Rng rng(seed);
     ValueMap in;
     add_qkv(in, rng, s, kn, kn.at("key_norm"));
-    in["g"] = log_decays_in(rng, {s.B, s.T, s.H}, kn.at("decay_max"), seed, kn);
+    in["g"] = log_decays_in(rng, {s.B, s.T, s.value_heads()}, kn.at("decay_max"), seed, kn);
     in["eta"] = gates_in(rng, s, kn.at("eta_lo"), kn.at("eta_hi"));
     add_initial_state(in, s, seed, kn);
+    add_scale(in, s, kn);
     return in;
   };
   set_compute(m, []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-    return outputs_of(dr::kla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
+    const auto [q, k] = grouped_qk<S>(in);
+    return outputs_of(dr::kla_batched<S>(q, k, cast_tensor<S>(in.at("v")),
                                          cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps),
-                                         {}, initial_state_in<S>(in), form, chunk, operands));
+                                         scale_in<S>(in), initial_state_in<S>(in), form, chunk, operands));
   });
   return m;
 }
@@ -154,16 +169,18 @@ Mechanism kla() {
 // The delta rules' gradients: dq, dk, dv, the decay's (when it has one), the step's, dh0.
 std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step) {
   std::vector<TensorSpec> g = {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k"),
-                               gradient_spec("dv", "BTHV", "∂L/∂v")};
-  if (decay) g.push_back(gradient_spec("dg", "BTH", "∂L/∂g (log-decays)"));
-  g.push_back(gradient_spec("d" + step, "BTH", "∂L/∂" + step));
-  g.push_back(initial_state_gradient_spec());
+                               gradient_spec("dv", "BTWV", "∂L/∂v")};
+  if (decay) g.push_back(gradient_spec("dg", "BTW", "∂L/∂g (log-decays)"));
+  g.push_back(gradient_spec("d" + step, "BTW", "∂L/∂" + step));
+  g.push_back(with_value_heads(initial_state_gradient_spec()));
   return g;
 }
 
+// The gradients by name, dq and dk summed over each group of value heads that read one query/key head.
 template <class S>
-ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& step) {
-  ValueMap out{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
+ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& step, std::int64_t G) {
+  ValueMap out{{"dq", to_double_tensor(sum_head_groups(g.dq, G))}, {"dk", to_double_tensor(sum_head_groups(g.dk, G))},
+               {"dv", to_double_tensor(g.dv)},
                {"d" + step, to_double_tensor(g.dbeta)}, {"dh0", to_double_tensor(g.d_initial_state)}};
   if (!g.dg.data.empty()) out.emplace("dg", to_double_tensor(g.dg));
   return out;
@@ -177,24 +194,24 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
   out.push_back(kla_m);
   // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
   out.push_back(gradient_twin(gdn_m, delta_rule_gradients(true, "beta"), []<class S>(const ValueMap& in) {
-    return gradient_values(dr::gdn_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                       cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                                       cast_tensor<S>(in.at("beta")), cotangents_in<S>(in), {},
+    const auto [q, k] = grouped_qk<S>(in);
+    return gradient_values(dr::gdn_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
+                                                       cast_tensor<S>(in.at("beta")), cotangents_in<S>(in), scale_in<S>(in),
                                                        initial_state_in<S>(in)),
-                           "beta");
+                           "beta", head_group(in));
   }));
   out.push_back(gradient_twin(deltanet_m, delta_rule_gradients(false, "beta"), []<class S>(const ValueMap& in) {
-    return gradient_values(dr::deltanet_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                            cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
-                                                            cotangents_in<S>(in), {}, initial_state_in<S>(in)),
-                           "beta");
+    const auto [q, k] = grouped_qk<S>(in);
+    return gradient_values(dr::deltanet_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
+                                                            cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in)),
+                           "beta", head_group(in));
   }));
   out.push_back(gradient_twin(kla_m, delta_rule_gradients(true, "eta"), []<class S>(const ValueMap& in) {
-    return gradient_values(dr::kla_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                       cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
+    const auto [q, k] = grouped_qk<S>(in);
+    return gradient_values(dr::kla_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
                                                        cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps),
-                                                       cotangents_in<S>(in), {}, initial_state_in<S>(in)),
-                           "eta");
+                                                       cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in)),
+                           "eta", head_group(in));
   }));
 }
 

@@ -1,6 +1,7 @@
 // Gated linear attention (reference/gla.h) as a gate mechanism, FLA's chunk_gla conventions:
-// q, k [B,T,H,K], v [B,T,H,V], gk [B,T,H,K] per-channel log-decays (≤ 0), scale K^{-1/2}, an optional
-// initial state [B,H,K,V] in float32 (the initial_state knob); outputs o [B,T,H,V] and the final state [B,H,K,V] in float32.
+// q, k [B,T,H,K], v [B,T,H,V], gk [B,T,H,K] per-channel log-decays (≤ 0), scale K^{-1/2} (or the
+// case's: the scale_factor knob), an optional initial state [B,H,K,V] in float32 (the initial_state
+// knob); outputs o [B,T,H,V] and the final state [B,H,K,V] in float32.
 #include "larc/reference/gla_backward.h"
 #include "mechanism_support.h"
 
@@ -15,11 +16,12 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
               {"v", "BTHV", "values"},
               {.name = "gk", .dims = "BTHK", .meaning = "per-channel log-decays ≤ 0 (−∞: forget the channel)", .max = 0,
                .minus_infinity = true},
-              initial_state_spec()};
+              initial_state_spec(),
+              scale_spec()};
   m.outputs = {{"o", "BTHV", "outputs", false}, {"final_state", "BHKV", "state after the last token", true}};
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖"},
-             {"decay_max", 1e-3, 20, 1, true, "log-decays gk ~ U(−decay_max, 0)"}, initial_state_knob(),
+             {"decay_max", 1e-3, 20, 1, true, "log-decays gk ~ U(−decay_max, 0)"}, initial_state_knob(), scale_knob(),
              entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()};
   m.edge_regimes = edge_regimes(true);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_gla"}};
@@ -30,13 +32,14 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
     add_qkv(in, rng, s, kn, kn.at("key_norm"));
     in["gk"] = log_decays_in(rng, {s.B, s.T, s.H, s.K}, kn.at("decay_max"), seed, kn);
     add_initial_state(in, s, seed, kn);
+    add_scale(in, s, kn);
     return in;
   };
   // The outputs of gla_batched in scalar S, in `form`, with the chunked form's operands rounded to
   // `operands` (compute and compute_io differ only in these).
   auto outputs = []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
     const auto r = ref::gla::gla_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
-                                            cast_tensor<S>(in.at("gk")), {}, initial_state_in<S>(in), form, chunk, operands);
+                                            cast_tensor<S>(in.at("gk")), scale_in<S>(in), initial_state_in<S>(in), form, chunk, operands);
     return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
   };
   set_compute(m, outputs);
@@ -49,7 +52,7 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
       []<class S>(const ValueMap& in) {
         const auto g = ref::gla::gla_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
                                                          cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("gk")),
-                                                         cotangents_in<S>(in), {}, initial_state_in<S>(in));
+                                                         cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in));
         return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
                         {"dgk", to_double_tensor(g.dgk)}, {"dh0", to_double_tensor(g.d_initial_state)}};
       }));

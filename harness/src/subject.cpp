@@ -16,7 +16,7 @@ bool ShapeLimits::accepts(const Shape& s) const {
     return head_dims.empty() || std::find(head_dims.begin(), head_dims.end(), d) != head_dims.end();
   };
   return within(s.B, max_B) && within(s.T, max_T) && within(s.H, max_H) && within(s.K, max_K) && s.K >= min_K &&
-         within(s.V, max_V) && dim_ok(s.K) && dim_ok(s.V);
+         within(s.V, max_V) && dim_ok(s.K) && dim_ok(s.V) && (value_head_groups || s.value_heads() == s.H);
 }
 
 std::string ShapeLimits::describe() const {
@@ -43,8 +43,19 @@ std::string ShapeLimits::describe() const {
   return out.empty() ? "any shape" : out;
 }
 
+std::vector<std::string> Subject::knobs_held_at_default() const {
+  std::vector<std::string> held;
+  if (!takes_initial_state) held.emplace_back(kInitialStateKnob);
+  if (!takes_scale) held.emplace_back(kScaleFactorKnob);
+  return held;
+}
+
 bool Subject::takes(const KnobValues& knobs) const {
-  return takes_initial_state || initial_state_of(knobs) == InitialState::none;
+  const Mechanism& m = find_mechanism(mechanism);
+  for (const std::string& name : knobs_held_at_default())
+    for (const Knob& k : m.knobs)
+      if (k.name == name && knobs.count(name) && knobs.at(name) != k.default_value) return false;
+  return true;
 }
 
 bool Subject::supports(Dtype d) const { return std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end(); }

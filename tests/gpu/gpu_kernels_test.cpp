@@ -1,6 +1,7 @@
 // Properties every registered GPU kernel must have, each checked over the whole
 // registry so a new kernel is covered by adding its entry: it passes the gate's tolerance policy
-// against the oracle on a small shape in every dtype it takes, and at key dimensions 1, 3 and 5; a
+// against the oracle on a small shape in every dtype it takes, at key dimensions 1, 3 and 5, with grouped
+// value heads and with the case's read scale where its mechanism has them; a
 // sequence's output does not depend on its batch neighbours; a launch over the first part of a
 // sequence followed by one over the rest from the carried state equals one launch; 70,000 identical
 // heads (more than 65,535 blocks) give the one-head result in every head. Value-parameterised over the
@@ -9,6 +10,8 @@
 // kernel with itself, in its first dtype. Skipped without a device (CI); run on the H200.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "gpu_test_support.h"
 
 namespace {
@@ -16,15 +19,17 @@ namespace {
 using namespace larc::gpu_test;
 using larc::harness::CaseSpec;
 
-// g against the oracle on one case with the mechanism's default knobs: the gate's verdict must be pass.
-void expect_passes(const GpuSubject& g, Dtype dtype, const Shape& shape, std::uint64_t seed) {
+// g against the oracle on one case with the mechanism's default knobs but `knobs`: the gate's verdict
+// must be pass.
+void expect_passes(const GpuSubject& g, Dtype dtype, const Shape& shape, std::uint64_t seed,
+                   const larc::harness::KnobValues& knobs = {}) {
   CaseSpec spec;
   spec.subject = g.kernel->name;
   spec.mechanism = g.kernel->mechanism;
   spec.dtype = dtype;
   spec.shape = shape;
   spec.seed = seed;
-  spec.knobs = g.mechanism->resolve_knobs({});
+  spec.knobs = g.mechanism->resolve_knobs(knobs);
   const auto result = larc::harness::run_case(spec);
   std::string failures;
   for (const std::string& e : result.errors) failures += e + "\n";
@@ -65,6 +70,23 @@ TEST_P(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
     const Shape shape{2, 150, 2, d, d};
     if (g.subject->limits.accepts(shape)) expect_passes(g, dtype, shape, static_cast<std::uint64_t>(100 + d));
   }
+}
+
+// Value heads grouped over the query/key heads (FLA's GVA), for the kernels of mechanisms that have them.
+TEST_P(GpuKernels, PassTheOracleWithGroupedValueHeads) {
+  Shape shape = shape_for(*g.kernel, 2, 65, 2, 32);
+  shape.HV = 6;
+  if (!g.mechanism->groups_value_heads() || !g.subject->limits.accepts(shape)) GTEST_SKIP() << "no grouped value heads";
+  expect_passes(g, dtype, shape, 8);
+}
+
+// The case's own read scale (scale_factor 4 and 1/8), for the kernels that take one.
+TEST_P(GpuKernels, PassTheOracleWithTheCasesScale) {
+  const auto& knobs = g.mechanism->knobs;
+  const bool has_scale = std::any_of(knobs.begin(), knobs.end(), [](const auto& k) { return k.name == larc::harness::kScaleFactorKnob; });
+  if (!has_scale || !g.subject->takes_scale) GTEST_SKIP() << "no read scale";
+  for (double factor : {4.0, 0.125})
+    expect_passes(g, dtype, shape_for(*g.kernel, 2, 65, 2, 32), 9, {{larc::harness::kScaleFactorKnob, factor}});
 }
 
 TEST_P(GpuKernelsBitwise, BatchNeighboursDoNotChangeASequencesOutput) {
@@ -123,14 +145,14 @@ TEST_P(GpuKernelsBitwise, SeventyThousandIdenticalHeadsGiveTheOneHeadResult) {
   TensorMap tiled;
   for (const auto& spec : g.mechanism->inputs) {
     if (!inputs.contains(spec.name)) continue;
-    const int h = axis_of(spec.dims, 'H');
+    const int h = head_axis(spec.dims);
     tiled[spec.name] = h < 0 ? inputs.at(spec.name) : tile(inputs.at(spec.name), h, heads);
   }
   Shape many = one;
   many.H = heads;
   const TensorMap out = run(g, many, dtype, tiled);
   for (const auto& spec : g.mechanism->outputs) {
-    const int h = axis_of(spec.dims, 'H');
+    const int h = head_axis(spec.dims);
     for (std::int64_t head : {std::int64_t{0}, std::int64_t{65535}, std::int64_t{65536}, heads - 1}) {
       const auto got = slice(out.at(spec.name), h, head, head + 1);
       EXPECT_TRUE(bitwise_equal(got, single.at(spec.name)))

@@ -120,6 +120,12 @@ inline int axis_of(const std::string& dims, char letter) {
   return p == std::string::npos ? -1 : static_cast<int>(p);
 }
 
+// The head axis of a tensor's dims: H, or W (value heads, = H in these tests), -1 when it has none.
+inline int head_axis(const std::string& dims) {
+  const auto p = dims.find_first_of("HW");
+  return p == std::string::npos ? -1 : static_cast<int>(p);
+}
+
 // Elements [begin, end) of `axis`.
 inline TypedTensor slice(const TypedTensor& t, int axis, std::int64_t begin, std::int64_t end) {
   std::vector<std::int64_t> shape = t.shape();

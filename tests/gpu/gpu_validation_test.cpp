@@ -209,7 +209,7 @@ TEST_P(GpuValidation, AGridBeyondGridDimXIsRefusedWithoutLaunching) {
   const auto& m = larc::harness::find_mechanism(k.mechanism);
   const std::int64_t heads = std::int64_t{1} << 32;
   auto widen = [&](larc::gpu::Tensors& group, const std::string& name, const std::string& dims) {
-    const auto p = dims.find('H');
+    const auto p = dims.find_first_of("HW");  // value heads too, = H here
     if (p != std::string::npos && group.count(name)) group.at(name).shape[p] = heads;
   };
   for (const auto& spec : m.inputs) widen(a.inputs, spec.name, spec.dims);

@@ -105,12 +105,20 @@ TEST(BadInputShape, ParseNamesTheSizeBelowOne) {
   expect_refused([] { h::Shape::parse("1,4,1,-2,1"); }, "^shape: K must be at least 1, got -2$");
 }
 
-TEST(BadInputShape, ParseRefusesWhatIsNotFiveIntegers) {
-  for (const char* text : {"", "1,2,3,4", "1,2,3,4,5,6", "a,b,c,d,e", "1,2,3,4,5.5", "1,,3,4,5", "1,2,3,4,99999999999999999999",
+TEST(BadInputShape, ParseRefusesWhatIsNotFiveOrSixIntegers) {
+  for (const char* text : {"", "1,2,3,4", "1,2,3,4,5,6,7", "a,b,c,d,e", "1,2,3,4,5.5", "1,,3,4,5", "1,2,3,4,99999999999999999999",
                            "1,2,3,4,5,", "1;2;3;4;5"}) {
     SCOPED_TRACE(text);
-    expect_refused([&] { h::Shape::parse(text); }, "^shape: expected five positive integers B,T,H,K,V, got '");
+    expect_refused([&] { h::Shape::parse(text); },
+                   "^shape: expected five positive integers B,T,H,K,V \\(or six, B,T,H,K,V,HV\\), got '");
   }
+  // HV: a multiple of H, and only for a mechanism with grouped value heads.
+  expect_refused([] { h::Shape::parse("1,2,3,4,5,7"); }, "^shape: HV must be a positive multiple of H = 3, got 7");
+  EXPECT_EQ(h::Shape::parse("1,2,3,4,5,6").value_heads(), 6);
+  EXPECT_EQ(h::Shape::parse("1,2,3,4,5,6").str(), "1,2,3,4,5,6");
+  EXPECT_EQ(h::Shape::parse("1,2,3,4,5,3").str(), "1,2,3,4,5");
+  expect_refused([] { h::find_mechanism("la").check_shape(h::Shape::parse("1,2,3,4,5,6")); },
+                 "^shape 1,2,3,4,5,6: la has no grouped value heads \\(HV must equal H\\)");
 }
 
 // --- Mechanism::shape_of (the inputs of any caller: fixtures, kernels, judge) -----------------------
@@ -129,7 +137,7 @@ TEST(BadInputShapeOf, MissingInput) {
 TEST(BadInputShapeOf, MismatchedShapes) {
   h::ValueMap in = gdn_inputs();
   in["v"] = larc::ref::Tensor<double>({1, 7, 2, 4});  // T = 7 where q has 6
-  expect_refused([&] { h::find_mechanism("gdn").shape_of(in); }, "gdn: input 'v': expected shape \\[1, 6, 2, V\\]");
+  expect_refused([&] { h::find_mechanism("gdn").shape_of(in); }, "gdn: input 'v': expected shape \\[1, 6, W, V\\] \\(BTWV\\)");
 }
 
 TEST(BadInputShapeOf, ZeroLengthSequence) {

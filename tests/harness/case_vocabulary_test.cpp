@@ -16,6 +16,7 @@
 #include "larc/harness/fixture.h"
 #include "larc/harness/fuzz.h"
 #include "larc/harness/gate.h"
+#include "edited_subjects.h"
 
 namespace {
 
@@ -24,21 +25,7 @@ using larc::ref::Dtype;
 
 // GDN in float from the inputs as `edit` leaves them (a kernel that assumes something of its inputs).
 void register_edited_gdn(const std::string& name, std::function<void(h::ValueMap&)> edit, bool takes_initial_state = true) {
-  for (const h::Subject& s : h::subjects())
-    if (s.name == name) return;
-  h::Subject s;
-  s.name = name;
-  s.mechanism = "gdn";
-  s.dtypes = {Dtype::bf16, Dtype::fp32};
-  s.takes_initial_state = takes_initial_state;
-  s.launch = [edit](const h::TensorMap& in, h::TensorMap& out) {
-    h::ValueMap values = h::decode_all(in);
-    edit(values);
-    const h::ValueMap o = h::find_mechanism("gdn").compute(values, h::Precision::f32, larc::ref::Form::serial, 0);
-    for (auto& [n, t] : out)
-      for (std::size_t i = 0; i < t.size(); ++i) t.set(i, o.at(n).data[i]);
-  };
-  h::register_subject(std::move(s));
+  larc_test::register_edited({.name = name, .mechanism = "gdn", .edit = std::move(edit), .takes_initial_state = takes_initial_state});
 }
 
 // GDN in float from the inputs, the initial state dropped.

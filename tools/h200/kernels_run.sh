@@ -14,6 +14,7 @@
 #   tools/h200/kernels_run.sh grades  # FLA's GDN kernels judged per precision grade; profiles of larc's GDN/KLA kernels
 #   tools/h200/kernels_run.sh regimes # the gate's edge regimes (heavy tails, orthonormal keys, g = 0 and −∞, β up to 2)
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
+#   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
 mode=${1:-check}
@@ -210,6 +211,34 @@ regimes)
   GATE_KNOBS=$edge2 gate_group edge2-T1000 100 $(grid 1000)
   python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate_regimes.json" \
     --markdown "$out/gate_regimes.md" | tail -30
+  ;;
+vocabulary)
+  # The case vocabulary's read scale and initial states (docs/gate.md "What a case is") over every GPU
+  # kernel: scale_factor 4 and 1/8 (kernels without a scale are not planned for them), a random initial
+  # state for la-ratio (memory and normaliser) and VLA (whose kernels take none), and random cases, which
+  # draw every knob. Then the gate's throughput (docs/perf-notes.md "The gate's throughput"): one case
+  # (1, 4096, 2, 128, 128) on 1 core and on all of them, and the production shape (1, 32768, 16, 128, 128)
+  # end to end on all of them.
+  scaled="--mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla --mechanism ccq-gla --mechanism ccq-gdn"
+  GATE_KNOBS="--knob scale_factor=4 $scaled" gate_group scale4-T1-65 120 $(grid 1 63 64 65)
+  GATE_KNOBS="--knob scale_factor=0.125 --knob initial_state=2 --mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla" \
+    gate_group scale8th-h0-T1000 100 $(grid 1000)
+  GATE_KNOBS="--knob initial_state=2 --mechanism la-ratio --mechanism vla" gate_group h0-ratio-vla 100 $(grid 1 64 65 1000)
+  timeout 150 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 300 --seed 20 \
+    --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
+  echo "gate random: exit $?"; tail -3 "$out/gate_random.txt"
+  python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate_vocabulary.json" \
+    --markdown "$out/gate_vocabulary.md" | tail -20
+  one="--subject gdn-chunked --mechanism gdn --dtype bf16 --knob initial_state=0"
+  for cores in 1 $(nproc); do
+    /usr/bin/time -f "wall %e s, user %U s, sys %S s" -o "$out/throughput_4096_$cores.time" timeout 120 \
+      $B/larc gate $one --shape 1,4096,2,128,128 --jobs "$cores" --json "$out/throughput_4096_$cores.json" > /dev/null 2>&1
+    echo "(1,4096,2,128,128) on $cores cores: exit $? $(cat "$out/throughput_4096_$cores.time")"
+  done
+  /usr/bin/time -f "wall %e s, user %U s, sys %S s, max RSS %M KiB" -o "$out/throughput_production.time" timeout 300 \
+    $B/larc gate $one --shape 1,32768,16,128,128 --jobs "$(nproc)" --json "$out/throughput_production.json" \
+    > "$out/throughput_production.txt" 2>&1
+  echo "(1,32768,16,128,128) on $(nproc) cores: exit $? $(cat "$out/throughput_production.time")"
   ;;
 python)
   # The larc Python package in-process (docs/python.md): examples/python gates FLA's chunk and fused

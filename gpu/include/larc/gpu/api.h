@@ -62,7 +62,8 @@ struct Status {
 };
 
 // Named tensors, named as the mechanism's inputs and outputs in harness/mechanism.h (FLA's layout:
-// sequences [B,T,H,D], gates [B,T,H], states [B,H,K,V] in fp32). Beyond the mechanism's tensors a
+// sequences [B,T,H,D], gates [B,T,H], states [B,H,K,V] in fp32; for kernels with
+// KernelLimits::value_head_groups, v, gates, states and o over HV value heads). Beyond the mechanism's tensors a
 // kernel may take "initial_state" (fp32, the final state's shape) and, for varlen kernels,
 // "cu_seqlens" (int32/int64, [N+1], with B = 1 and states [N,H,K,V]).
 using Tensors = std::map<std::string, TensorView, std::less<>>;
@@ -71,6 +72,9 @@ struct LaunchArgs {
   Tensors inputs;
   Tensors outputs;       // an output the kernel can skip (final states) may be left out
   void* stream = nullptr;  // a cudaStream_t; nullptr is the default stream
+  // The read scale of a kernel that has one (KernelLimits::scale), finite and > 0; 0 means its default
+  // K^{-1/2} (FLA's). A kernel without one refuses any other value.
+  double scale = 0;
 };
 
 // The sizes a kernel takes; 0 means no limit of its own (the launcher still checks grid limits).
@@ -80,6 +84,10 @@ struct KernelLimits {
   std::vector<std::int64_t> head_dims;  // when not empty, the only K (and V) it takes
   bool varlen = false;                  // takes cu_seqlens
   bool initial_state = false;           // takes "initial_state"
+  bool scale = false;                   // takes LaunchArgs::scale
+  // takes value heads grouped over the query/key heads (FLA's GVA): v, gates, states and o with HV
+  // heads, a multiple of q's and k's H, value head j reading q, k of head j / (HV/H)
+  bool value_head_groups = false;
 };
 
 struct Kernel {

@@ -28,8 +28,9 @@ struct GateOptions {
   std::vector<std::string> fixtures;    // fixture files or directories to replay
 };
 
-// The CI grid: T = 1; T = 100 (not a multiple of the chunk), K ≠ V; B = H = 2 with T = 160; for a
-// mechanism with an initial-state knob, each shape without and with a random initial state.
+// The CI grid: T = 1; T = 100 (not a multiple of the chunk), K ≠ V; B = H = 2 with T = 160; for the
+// mechanisms with grouped value heads, H = 2 with HV = 4 at T = 70; for a mechanism with an
+// initial-state knob, each shape without and with a random initial state.
 std::vector<Shape> default_grid_shapes();
 
 // Cases that share inputs and oracle: one preparation, then every subject in `subjects`.

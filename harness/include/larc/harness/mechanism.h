@@ -20,18 +20,27 @@
 
 namespace larc::harness {
 
-// The sizes of a case: batch, sequence length, heads, key and value head dimensions.
+// The sizes of a case: batch, sequence length, heads, key and value head dimensions and, for a
+// mechanism whose value heads may be grouped over its query/key heads (FLA's GVA: HV a multiple of H,
+// value head j reading q/k head j / (HV/H)), the value heads HV; 0 means HV = H.
 struct Shape {
   std::int64_t B = 1, T = 1, H = 1, K = 1, V = 1;
-  std::string str() const;                  // "B,T,H,K,V", e.g. "1,256,2,64,64"
+  std::int64_t HV = 0;
+  std::int64_t value_heads() const { return HV == 0 ? H : HV; }
+  // "B,T,H,K,V", e.g. "1,256,2,64,64", and "B,T,H,K,V,HV" when HV ≠ H, e.g. "1,256,2,64,64,8".
+  std::string str() const;
   static Shape parse(const std::string& s);  // throws std::invalid_argument naming the field
-  // Throws std::invalid_argument naming the first size below 1 ("shape: T must be at least 1, got 0").
+  // Throws std::invalid_argument naming the first size below 1 ("shape: T must be at least 1, got 0")
+  // or an HV that is not a multiple of H.
   void require_positive() const;
-  bool operator==(const Shape&) const = default;
+  bool operator==(const Shape& o) const {
+    return B == o.B && T == o.T && H == o.H && K == o.K && V == o.V && value_heads() == o.value_heads();
+  }
 };
 
-// A tensor's dims as letters: B, T, H, K, V, 1 (a dimension of size one) or L (the log-linear level
-// count ⌈log2 T⌉ + 1), e.g. "BTHK", "BHKV", "BT1K", "BTHL".
+// A tensor's dims as letters: B, T, H, K, V, W (the value heads HV, = H unless grouped), 1 (a dimension
+// of size one) or L (the log-linear level count ⌈log2 T⌉ + 1), e.g. "BTHK", "BHKV", "BTWV", "BT1K",
+// "BTHL".
 std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s);
 
 struct TensorSpec {
@@ -67,6 +76,11 @@ enum class InitialState { none = 0, zero = 1, random = 2 };
 Knob initial_state_knob();
 // The case's initial-state choice (none when the mechanism has no such knob).
 InitialState initial_state_of(const KnobValues& knobs);
+
+// The knob of every mechanism with a read scale: scale = scale_factor · K^{-1/2}. At 1 (the default)
+// a case has no "scale" input and a kernel uses its own default K^{-1/2} (FLA's); otherwise the input
+// "scale" [1] (float32) holds the scale.
+inline constexpr const char* kScaleFactorKnob = "scale_factor";
 
 enum class Precision { f32, f64, dd, f128 };
 std::string_view precision_name(Precision p);  // "float", "double", "dd_real", "float128"
@@ -106,9 +120,12 @@ struct Mechanism {
   // its spec's [min, max], and returns the shape; throws std::invalid_argument naming the input and
   // what was expected.
   Shape shape_of(const ValueMap& inputs) const;
-  // Throws std::invalid_argument naming the size when one is below 1, or naming the tensor when an
-  // input or output of this mechanism would hold more than kMaxTensorElements elements.
+  // Throws std::invalid_argument naming the size when one is below 1, when HV ≠ H for a mechanism
+  // without grouped value heads, or naming the tensor when an input or output of this mechanism would
+  // hold more than kMaxTensorElements elements.
   void check_shape(const Shape& s) const;
+  // Whether its value heads may be grouped over its query/key heads (a tensor with W dims).
+  bool groups_value_heads() const;
 };
 
 // The most elements a case's tensor may hold: 2^31 − 1, so that element offsets fit a signed 32-bit

@@ -30,12 +30,14 @@
 
 namespace larc::harness {
 
-// The largest sizes a subject takes (0: no limit), the smallest K (0: any) and, when not empty, the
-// only K and V it takes.
+// The largest sizes a subject takes (0: no limit), the smallest K (0: any), when not empty the only K
+// and V it takes, and whether it takes value heads grouped over the query/key heads (HV a multiple of
+// H other than H; Shape::HV).
 struct ShapeLimits {
   std::int64_t max_B = 0, max_T = 0, max_H = 0, max_K = 0, max_V = 0;
   std::int64_t min_K = 0;
   std::vector<std::int64_t> head_dims;
+  bool value_head_groups = false;
   bool accepts(const Shape& s) const;
   std::string describe() const;  // e.g. "16 ≤ K ≤ 128"; "any shape" without limits
 };
@@ -51,7 +53,10 @@ struct Subject {
   std::string description;
   GradeDeclaration grades;      // the precision grade of each output and its chunk size (fp32 by default)
   bool takes_initial_state = true;  // reads an "initial_state" input (cases with one skip it otherwise)
-  // Whether this subject can run `knobs`' case (it takes the case's initial state, if any).
+  bool takes_scale = true;          // reads a "scale" input (cases with one skip it otherwise)
+  // The knobs whose cases this subject cannot run unless they hold their defaults (initial_state,
+  // scale_factor), and whether it can run `knobs`' case.
+  std::vector<std::string> knobs_held_at_default() const;
   bool takes(const KnobValues& knobs) const;
   bool supports(Dtype d) const;
 };

@@ -1,0 +1,100 @@
+// The case vocabulary's read scale and the initial states of the ratio read and VLA
+// (harness/mechanism.h, docs/gate.md "What a case is"): a kernel that ignores the case's scale fails
+// every case whose scale_factor is not 1 and passes the others; subjects that take no scale are not
+// planned for such cases; a kernel that drops la-ratio's initial normaliser or VLA's initial memory
+// fails the cases that have one; the reference's own forms pass all of them.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "edited_subjects.h"
+#include "larc/harness/gate.h"
+
+namespace {
+
+namespace h = larc::harness;
+using larc::ref::Dtype;
+
+h::CaseSpec case_of(const std::string& mechanism, const h::KnobValues& knobs, Dtype d = Dtype::bf16) {
+  h::CaseSpec s;
+  s.mechanism = mechanism;
+  s.dtype = d;
+  s.shape = {2, 70, 2, 8, 8};
+  s.seed = 4;
+  s.knobs = knobs;
+  return s;
+}
+
+TEST(ReadScale, TheCaseCarriesItOnlyWhenItIsNotTheDefault) {
+  const h::Mechanism& gdn = h::find_mechanism("gdn");
+  const h::ValueMap plain = gdn.generate({1, 5, 1, 16, 4}, 1, gdn.resolve_knobs({}));
+  EXPECT_FALSE(plain.count("scale"));
+  const h::ValueMap scaled = gdn.generate({1, 5, 1, 16, 4}, 1, gdn.resolve_knobs({{h::kScaleFactorKnob, 4}}));
+  ASSERT_TRUE(scaled.count("scale"));
+  EXPECT_EQ(scaled.at("scale").data.at(0), 1.0);  // 4 · 16^-1/2
+  EXPECT_EQ(scaled.at("q").data, plain.at("q").data) << "the scale moves no other input";
+  EXPECT_THROW(gdn.resolve_knobs({{h::kScaleFactorKnob, 100}}), std::invalid_argument);
+}
+
+TEST(ReadScale, AKernelThatIgnoresItFailsOnlyWhereTheCaseHasOne) {
+  for (const std::string mechanism : {"gdn", "deltanet", "kla", "gla", "la", "ccq-gdn", "gdn-backward", "gla-backward"}) {
+    larc_test::register_edited({.name = "ignores-scale", .mechanism = mechanism, .edit = [](h::ValueMap& v) { v.erase("scale"); }});
+    const h::Subject& ignores = h::find_subject("ignores-scale", mechanism);
+    for (Dtype d : {Dtype::bf16, Dtype::fp32}) {
+      EXPECT_TRUE(h::run_subject(h::prepare_case(case_of(mechanism, {}, d)), ignores).pass) << mechanism;
+      for (double factor : {4.0, 0.125}) {
+        const h::PreparedCase p = h::prepare_case(case_of(mechanism, {{h::kScaleFactorKnob, factor}}, d));
+        const h::CaseResult r = h::run_subject(p, ignores);
+        EXPECT_FALSE(r.pass) << mechanism << " scale_factor " << factor;
+        EXPECT_GT(r.main_output()->worst_ratio, 10) << mechanism << " scale_factor " << factor;
+        EXPECT_TRUE(h::run_subject(p, h::find_subject("ref-serial-f32", mechanism)).pass) << mechanism;
+      }
+    }
+  }
+}
+
+TEST(ReadScale, SubjectsThatTakeNoneAreNotPlannedForCasesWithOne) {
+  larc_test::register_edited({.name = "takes-no-scale", .mechanism = "gdn", .edit = [](h::ValueMap&) {}, .takes_scale = false});
+  h::GateOptions o;
+  o.subjects = {"takes-no-scale", "ref-serial-f32"};
+  o.mechanisms = {"gdn"};
+  o.grid = false;
+  o.random = 40;
+  bool drawn = false;
+  for (const h::GateGroup& g : h::plan_gate(o).groups) {
+    const double factor = h::find_mechanism("gdn").resolve_knobs(g.spec.knobs).at(h::kScaleFactorKnob);
+    drawn = drawn || factor != 1;
+    for (const h::Subject* s : g.subjects) {
+      if (s->name == "takes-no-scale") {
+        EXPECT_EQ(factor, 1);
+      }
+    }
+  }
+  EXPECT_TRUE(drawn) << "the random cases draw the scale";
+}
+
+// A kernel that drops an initial input: la-ratio's normaliser (the memory kept), VLA's memory.
+TEST(InitialStates, TheRatioReadAndVlaTakeThemAndAKernelThatDropsOneFails) {
+  const std::pair<const char*, const char*> dropped[] = {{"la-ratio", "initial_normalizer"}, {"vla", "initial_state"}};
+  for (const auto& [mechanism, input] : dropped) {
+    larc_test::register_edited({.name = std::string("drops-") + input, .mechanism = mechanism,
+                                .edit = [name = std::string(input)](h::ValueMap& v) { v.erase(name); }});
+    const h::Subject& drops = h::find_subject(std::string("drops-") + input, mechanism);
+    const h::PreparedCase none = h::prepare_case(case_of(mechanism, {{h::kInitialStateKnob, 0}}));
+    const h::PreparedCase random = h::prepare_case(case_of(mechanism, {{h::kInitialStateKnob, 2}}));
+    EXPECT_FALSE(none.inputs.count(input));
+    ASSERT_TRUE(random.inputs.count(input)) << mechanism;
+    EXPECT_EQ(random.inputs.at(input).dtype(), Dtype::fp32);
+    EXPECT_TRUE(h::run_subject(none, drops).pass) << mechanism;
+    const h::CaseResult r = h::run_subject(random, drops);
+    EXPECT_FALSE(r.pass) << mechanism;
+    EXPECT_GT(r.main_output()->worst_ratio, 10) << mechanism;
+    for (const h::Subject& s : h::subjects()) {
+      if (s.mechanism == mechanism && s.name.rfind("ref-", 0) == 0) {
+        EXPECT_TRUE(h::run_subject(random, s).pass) << mechanism << " " << s.name;
+      }
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,40 @@
+// Test subjects that compute a mechanism in float from its inputs as `edit` leaves them: a kernel
+// that assumes something of its inputs (ignores the initial state or the scale, clamps β, ...).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "larc/harness/subject.h"
+
+namespace larc_test {
+
+struct EditedSubject {
+  std::string name, mechanism;
+  std::function<void(larc::harness::ValueMap&)> edit;
+  bool takes_initial_state = true;
+  bool takes_scale = true;
+};
+
+// Registers it once (a second call with the same name and mechanism does nothing).
+inline void register_edited(const EditedSubject& e) {
+  namespace h = larc::harness;
+  for (const h::Subject& s : h::subjects())
+    if (s.name == e.name && s.mechanism == e.mechanism) return;
+  h::Subject s;
+  s.name = e.name;
+  s.mechanism = e.mechanism;
+  s.dtypes = {larc::ref::Dtype::bf16, larc::ref::Dtype::fp32};
+  s.takes_initial_state = e.takes_initial_state;
+  s.takes_scale = e.takes_scale;
+  s.launch = [edit = e.edit, mechanism = e.mechanism](const h::TensorMap& in, h::TensorMap& out) {
+    h::ValueMap values = h::decode_all(in);
+    edit(values);
+    const h::ValueMap o = h::find_mechanism(mechanism).compute(values, h::Precision::f32, larc::ref::Form::serial, 0);
+    for (auto& [n, t] : out)
+      for (std::size_t i = 0; i < t.size(); ++i) t.set(i, o.at(n).data[i]);
+  };
+  h::register_subject(std::move(s));
+}
+
+}  // namespace larc_test
