@@ -224,6 +224,11 @@ vocabulary)
   GATE_KNOBS="--knob scale_factor=0.125 --knob initial_state=2 --mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla" \
     gate_group scale8th-h0-T1000 100 $(grid 1000)
   GATE_KNOBS="--knob initial_state=2 --mechanism la-ratio --mechanism vla" gate_group h0-ratio-vla 100 $(grid 1 64 65 1000)
+  # Value heads grouped over the query/key heads (FLA's GVA): H = 2, HV = 8, with a random initial state
+  # and a scale; the kernels without groups are not planned for them.
+  gva=$(for T in 1 64 65 1000; do for D in 64 128 96; do echo "1,$T,2,$D,$D,8"; done; done)
+  GATE_KNOBS="--knob initial_state=2 --knob scale_factor=2 --mechanism gdn --mechanism deltanet --mechanism kla" \
+    gate_group gva-h0-T1-1000 120 $gva
   timeout 150 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 300 --seed 20 \
     --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
   echo "gate random: exit $?"; tail -3 "$out/gate_random.txt"
