@@ -220,16 +220,16 @@ vocabulary)
   # (1, 4096, 2, 128, 128) on 1 core and on all of them, and the production shape (1, 32768, 16, 128, 128)
   # end to end on all of them.
   scaled="--mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla --mechanism ccq-gla --mechanism ccq-gdn"
-  GATE_KNOBS="--knob scale_factor=4 $scaled" gate_group scale4-T1-65 50 $(grid 1 63 64 65)
+  GATE_KNOBS="--knob scale_factor=4 $scaled" gate_group scale4-T1-65 40 $(grid 1 63 64 65)
   GATE_KNOBS="--knob scale_factor=0.125 --knob initial_state=2 --mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla" \
-    gate_group scale8th-h0-T1000 50 $(grid 1000)
-  GATE_KNOBS="--knob initial_state=2 --mechanism la-ratio --mechanism vla" gate_group h0-ratio-vla 40 $(grid 1 64 65 1000)
+    gate_group scale8th-h0-T1000 40 $(grid 1000)
+  GATE_KNOBS="--knob initial_state=2 --mechanism la-ratio --mechanism vla" gate_group h0-ratio-vla 30 $(grid 1 64 65 1000)
   # Value heads grouped over the query/key heads (FLA's GVA): H = 2, HV = 8, with a random initial state
   # and a scale; the kernels without groups are not planned for them.
   gva=$(for T in 1 64 65 1000; do for D in 64 128 96; do echo "1,$T,2,$D,$D,8"; done; done)
   GATE_KNOBS="--knob initial_state=2 --knob scale_factor=2 --mechanism gdn --mechanism deltanet --mechanism kla" \
-    gate_group gva-h0-T1-1000 50 $gva
-  timeout 50 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 200 --seed 20 \
+    gate_group gva-h0-T1-1000 40 $gva
+  timeout 40 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 150 --seed 20 \
     --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
   echo "gate random: exit $?"; tail -3 "$out/gate_random.txt"
   python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate_vocabulary.json" \
@@ -241,7 +241,7 @@ vocabulary)
         --json "$out/throughput_4096_$cores.json" > /dev/null 2>&1; } 2> "$out/throughput_4096_$cores.time"
     echo "(1,4096,2,128,128) on $cores cores: $(cat "$out/throughput_4096_$cores.time")"
   done
-  { time timeout 150 $B/larc gate $one --shape 1,32768,16,128,128 --jobs "$(nproc)" \
+  { time timeout 120 $B/larc gate $one --shape 1,32768,16,128,128 --jobs "$(nproc)" \
       --json "$out/throughput_production.json" > "$out/throughput_production.txt" 2>&1; } 2> "$out/throughput_production.time"
   echo "(1,32768,16,128,128) on $(nproc) cores: $(cat "$out/throughput_production.time"); exit $(grep -c '"pass": true' "$out/throughput_production.json" 2>/dev/null) passing"
   ;;
