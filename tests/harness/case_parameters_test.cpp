@@ -1,10 +1,12 @@
-// The case vocabulary's read scale and the initial states of the ratio read and VLA
-// (harness/mechanism.h, docs/gate.md "What a case is"): a kernel that ignores the case's scale fails
+// The case vocabulary's read scale, grouped value heads and the initial states of the ratio read and
+// VLA (harness/mechanism.h, docs/gate.md "What a case is"): a kernel that ignores the case's scale fails
 // every case whose scale_factor is not 1 and passes the others; subjects that take no scale are not
-// planned for such cases; a kernel that drops la-ratio's initial normaliser or VLA's initial memory
-// fails the cases that have one; the reference's own forms pass all of them.
+// planned for such cases; a kernel that maps value heads to the wrong query/key heads fails the grouped
+// cases; a kernel that drops la-ratio's initial normaliser or VLA's initial memory fails the cases that
+// have one; the reference's own forms pass all of them.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 
 #include "edited_subjects.h"
@@ -71,6 +73,43 @@ TEST(ReadScale, SubjectsThatTakeNoneAreNotPlannedForCasesWithOne) {
     }
   }
   EXPECT_TRUE(drawn) << "the random cases draw the scale";
+}
+
+// q or k [B,T,H,K] spread over HV value heads, value head j reading head map(j).
+larc::ref::Tensor<double> spread_heads(const larc::ref::Tensor<double>& x, std::int64_t HV,
+                                       const std::function<std::int64_t(std::int64_t)>& map) {
+  const std::int64_t rows = x.dim(0) * x.dim(1), H = x.dim(2), D = x.dim(3);
+  larc::ref::Tensor<double> r({x.dim(0), x.dim(1), HV, D});
+  for (std::int64_t n = 0; n < rows; ++n)
+    for (std::int64_t j = 0; j < HV; ++j)
+      for (std::int64_t d = 0; d < D; ++d) r.data[(n * HV + j) * D + d] = x.data[(n * H + map(j)) * D + d];
+  return r;
+}
+
+// Grouped value heads: a kernel that maps value head j to q/k head j mod H (the interleaved reading
+// of FLA's layout) fails every grouped case and passes the ungrouped ones; mapping j to j / (HV/H) —
+// FLA's — passes both, as the reference's forms do.
+TEST(GroupedValueHeads, AKernelThatMapsValueHeadsModuloHFailsOnlyGroupedCases) {
+  for (const bool modulo : {true, false}) {
+    const std::string name = modulo ? "value-heads-modulo-h" : "value-heads-divided";
+    larc_test::register_edited({.name = name, .mechanism = "gdn", .edit = [modulo](h::ValueMap& v) {
+                                  const std::int64_t H = v.at("q").dim(2), HV = v.at("v").dim(2), G = HV / H;
+                                  auto map = [&](std::int64_t j) { return modulo ? j % H : j / G; };
+                                  v["q"] = spread_heads(v.at("q"), HV, map);
+                                  v["k"] = spread_heads(v.at("k"), HV, map);
+                                },
+                                .value_head_groups = true});
+    const h::Subject& s = h::find_subject(name, "gdn");
+    h::CaseSpec grouped = case_of("gdn", {{h::kInitialStateKnob, 2}});
+    grouped.shape.HV = 6;
+    EXPECT_TRUE(h::run_subject(h::prepare_case(case_of("gdn", {})), s).pass) << name;
+    const h::CaseResult r = h::run_subject(h::prepare_case(grouped), s);
+    EXPECT_EQ(r.pass, !modulo) << name;
+    if (modulo) {
+      EXPECT_GT(r.main_output()->worst_ratio, 10) << name;
+    }
+    EXPECT_TRUE(h::run_subject(h::prepare_case(grouped), h::find_subject("ref-chunked-f32", "gdn")).pass);
+  }
 }
 
 // A kernel that drops an initial input: la-ratio's normaliser (the memory kept), VLA's memory.

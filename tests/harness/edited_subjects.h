@@ -14,6 +14,7 @@ struct EditedSubject {
   std::function<void(larc::harness::ValueMap&)> edit;
   bool takes_initial_state = true;
   bool takes_scale = true;
+  bool value_head_groups = false;
 };
 
 // Registers it once (a second call with the same name and mechanism does nothing).
@@ -27,6 +28,7 @@ inline void register_edited(const EditedSubject& e) {
   s.dtypes = {larc::ref::Dtype::bf16, larc::ref::Dtype::fp32};
   s.takes_initial_state = e.takes_initial_state;
   s.takes_scale = e.takes_scale;
+  s.limits.value_head_groups = e.value_head_groups;
   s.launch = [edit = e.edit, mechanism = e.mechanism](const h::TensorMap& in, h::TensorMap& out) {
     h::ValueMap values = h::decode_all(in);
     edit(values);
