@@ -2,12 +2,39 @@
 // defaults: φ = ELU + 1, ratio read, λ0 = 1, stab_eps = 1e-4, no nudge, penalty directions
 // u_t = norm(k_t)/√K (the authors'); q, k [B,T,H,K], v [B,T,H,V], an optional initial memory Sᵀ
 // [B,H,K,V] in float32 (the initial_state knob; A_0 = I/λ0 and ζ_0 = 0 as without one); outputs o
-// [B,T,H,V] and the final memory Sᵀ [B,H,K,V] in float32. Forms: serial, streamed and chunked (vla_chunked.h; the scan is checked
-// by the claims).
+// [B,T,H,V] and the final memory Sᵀ [B,H,K,V] in float32. Forms: serial, streamed and chunked
+// (vla_chunked.h; the scan is checked by the claims). Its gradient twin "vla-backward" through
+// vla_backward.h.
+#include "larc/reference/vla_backward.h"
 #include "larc/reference/vla_chunked.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
+
+namespace {
+// The gradient twin's gradients: dq, dk (with the path through the penalty directions u = norm(k)/√K),
+// dv and dh0 (of Sᵀ_0) of L = Σ⟨do, o⟩ + ⟨dht, final_state⟩, per head through vla::backward.
+template <class S>
+ValueMap vla_gradients(const ValueMap& in) {
+  const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
+  const auto h0 = initial_state_in<S>(in);
+  const ref::BatchedCotangents<S> cot = cotangents_in<S>(in);
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = v.dim(3);
+  const ref::Mat<S> identity = ref::Mat<S>::Identity(K, K);  // W_u of the authors' penalty directions
+  ref::Tensor<S> dq({B, T, H, K}), dk({B, T, H, K}), dv({B, T, H, V}), dh0({B, H, K, V});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const ref::vla::Problem<S> p = ref::vla::head_problem<S>(q, k, v, {}, {}, h0, b, h);
+      const ref::vla::Gradients<S> g =
+          ref::vla::backward(p, {cot.head_d_o(b, h), cot.head_d_final_state(b, h), {}, {}});
+      ref::set_head_rows(dq, b, h, g.dq);
+      ref::set_head_rows(dk, b, h, ref::Mat<S>(g.dk + ref::vla::authors_penalty_directions_backward<S>(p.k, identity, g.du).dk));
+      ref::set_head_rows(dv, b, h, g.dv);
+      ref::set_head_state(dh0, b, h, g.d_initial.s);
+    }
+  return {{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)}, {"dh0", to_double_tensor(dh0)}};
+}
+}  // namespace
 
 void register_vla_mechanisms(std::vector<Mechanism>& out) {
   Mechanism m;
@@ -41,6 +68,12 @@ void register_vla_mechanisms(std::vector<Mechanism>& out) {
   };
   set_compute(m, outputs);
   out.push_back(std::move(m));
+  // The gradient twin (docs/gate.md "Gradient cases"), through the reference's backward verb.
+  out.push_back(gradient_twin(
+      out.back(),
+      {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k (through φ(k) and u = norm(k)/√K)"),
+       gradient_spec("dv", "BTHV", "∂L/∂v"), initial_state_gradient_spec()},
+      []<class S>(const ValueMap& in) { return vla_gradients<S>(in); }));
 }
 
 }  // namespace larc::harness::detail

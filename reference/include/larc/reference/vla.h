@@ -395,6 +395,20 @@ struct BatchedResult {
   Tensor<S> final_normalizer;   // [B, H, d_k] (ζ_T)
 };
 
+// (b, h)'s problem of a batched call: its rows of q, k, v, its penalty directions (u's rows, or the
+// authors' norm(k_t)/√d_k) and its initial memory (S^T_0 from initial_state, A_0 = I/λ0, ζ_0 = 0).
+template <class S>
+Problem<S> head_problem(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const std::optional<Tensor<S>>& u,
+                        const Options<S>& opt, const std::optional<Tensor<S>>& initial_state, std::int64_t b, std::int64_t h) {
+  Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), {}, opt, {}};
+  p.u = u ? head_rows(*u, b, h) : authors_penalty_directions<S>(p.k, Mat<S>::Identity(p.dk(), p.dk()));
+  if (initial_state) {
+    p.initial = empty_memory(opt, p.dk(), p.dv());
+    p.initial->s = head_state(*initial_state, b, h);
+  }
+  return p;
+}
+
 namespace detail {
 // run_head(problem) → Result<S> on every head, the results gathered into [B, ...] tensors.
 template <class S, class RunHead>
@@ -405,13 +419,7 @@ BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
   BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V}), Tensor<S>({B, H, K, K}), Tensor<S>({B, H, K})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
-      Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), {}, opt, {}};
-      p.u = u ? head_rows(*u, b, h) : authors_penalty_directions<S>(p.k, Mat<S>::Identity(K, K));
-      if (initial_state) {
-        p.initial = empty_memory(opt, K, V);
-        p.initial->s = head_state(*initial_state, b, h);
-      }
-      const Result<S> res = run_head(p);
+      const Result<S> res = run_head(head_problem(q, k, v, u, opt, initial_state, b, h));
       set_head_rows(r.o, b, h, res.o);
       set_head_state(r.final_state, b, h, res.final_memory.s);
       set_head_state(r.final_penalty, b, h, res.final_memory.a);
