@@ -146,24 +146,29 @@ Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> 
   Mechanism m;
   m.name = forward.name + "-backward";
   m.description = "gradients of " + forward.name + " for L = Σ⟨do, o⟩ + ⟨dht, final_state⟩ (the reverse-mode adjoint)";
+  // A forward without a final state (HLA's) has do as its only cotangent.
+  bool has_state = false;
+  for (const TensorSpec& o : forward.outputs) has_state = has_state || o.name == "final_state";
   m.inputs = forward.inputs;
   m.inputs.push_back({"do", forward.output("o").dims, "cotangent of o"});
-  m.inputs.push_back({.name = "dht", .dims = forward.output("final_state").dims,
-                      .meaning = "cotangent of the final state (zero when absent)",
-                      .always_fp32 = true, .optional = true});
+  if (has_state)
+    m.inputs.push_back({.name = "dht", .dims = forward.output("final_state").dims,
+                        .meaning = "cotangent of the final state (zero when absent)",
+                        .always_fp32 = true, .optional = true});
   for (TensorSpec& g : gradients) g.gradient = true;
   m.outputs = std::move(gradients);
   m.knobs = forward.knobs;
-  m.knobs.push_back({.name = "cotangents", .lo = 0, .hi = 2, .default_value = 0,
-                     .meaning = "0 do and dht at matched magnitudes, 1 do only, 2 dht only", .integer = true});
+  if (has_state)
+    m.knobs.push_back({.name = "cotangents", .lo = 0, .hi = 2, .default_value = 0,
+                       .meaning = "0 do and dht at matched magnitudes, 1 do only, 2 dht only", .integer = true});
   m.edge_regimes = forward.edge_regimes;
   m.parameters = forward.parameters;
   m.parameters["forward"] = forward.name;
-  m.parameters["loss"] = "sum(do * o) + sum(dht * final_state)";
+  m.parameters["loss"] = has_state ? "sum(do * o) + sum(dht * final_state)" : "sum(do * o)";
   m.forms = {ref::Form::serial};
   m.generate = [generate_forward = forward.generate](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     ValueMap in = generate_forward(s, seed, kn);
-    const auto regime = static_cast<CotangentRegime>(static_cast<int>(kn.at("cotangents")));
+    const auto regime = static_cast<CotangentRegime>(static_cast<int>(knob_or(kn, "cotangents", 0)));
     Rng rng(mix_seed(seed, kCotangentStream));
     // Matched magnitudes: ‖dht‖ ≈ ‖do‖ per (sequence, head), T·V entries of do against K·V of dht.
     const std::int64_t HV = s.value_heads();  // o and the final state have the value heads

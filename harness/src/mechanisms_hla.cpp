@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "larc/reference/hla.h"
+#include "larc/reference/hla_backward.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
@@ -39,6 +40,30 @@ ref::Tensor<S> ahla_batched(const ref::Tensor<S>& q, const ref::Tensor<S>& k, co
       ref::set_head_rows(o, b, h, r.o);
     }
   return o;
+}
+
+// The gradient twin's dq, dk, dv of L = Σ⟨do, o⟩ (the normalised read's denominator not an output, so its
+// cotangent is zero), per head through hla_backward.h.
+template <class S>
+ValueMap hla_gradients(const ValueMap& in, Variant variant) {
+  const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
+  const ref::Tensor<S> d_o = cast_tensor<S>(in.at("do"));
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = v.dim(3);
+  hla::Options<S> opt;
+  opt.normalized = variant == Variant::second_order_normalized;
+  if (opt.normalized) opt.eps = ref::from_double<S>(kNormalizedEps);
+  ref::Tensor<S> dq({B, T, H, K}), dk({B, T, H, K}), dv({B, T, H, V});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const hla::Problem<S> p{ref::head_rows(q, b, h), ref::head_rows(k, b, h), ref::head_rows(v, b, h), opt};
+      const hla::Cotangents<S> c{ref::head_rows(d_o, b, h), std::nullopt};
+      const hla::Gradients<S> g = variant == Variant::ahla ? hla::ahla_backward(p, c)
+                                                           : hla::second_backward(p, hla::SecondOrder::masked, c);
+      ref::set_head_rows(dq, b, h, g.dq);
+      ref::set_head_rows(dk, b, h, g.dk);
+      ref::set_head_rows(dv, b, h, g.dv);
+    }
+  return {{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)}};
 }
 
 // |x| entrywise: the non-negative q, k of the normalised variant (see the file comment).
@@ -105,7 +130,14 @@ Mechanism hla_mechanism(Variant variant) {
 }  // namespace
 
 void register_hla_mechanisms(std::vector<Mechanism>& out) {
-  for (Variant v : {Variant::second_order, Variant::second_order_normalized, Variant::ahla}) out.push_back(hla_mechanism(v));
+  for (Variant v : {Variant::second_order, Variant::second_order_normalized, Variant::ahla}) {
+    out.push_back(hla_mechanism(v));
+    // The gradient twin (docs/gate.md "Gradient cases"), through the reference's backward verbs.
+    out.push_back(gradient_twin(out.back(),
+                                {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k"),
+                                 gradient_spec("dv", "BTHV", "∂L/∂v")},
+                                [v]<class S>(const ValueMap& in) { return hla_gradients<S>(in, v); }));
+  }
 }
 
 }  // namespace larc::harness::detail
