@@ -55,12 +55,17 @@ const TensorSpec* spec_of(const std::vector<TensorSpec>& specs, const std::strin
 }
 
 // The pairs of a call: B, H and the value heads per query/key head G, read off its inputs; B = H = 0 when
-// an input is not the mechanism's or not of its rank (the whole call then says what is wrong).
+// an input is not the mechanism's or not of its rank (the whole call then says what is wrong) or an
+// output has no head axis.
 struct Pairs {
   std::int64_t B = 0, H = 0, G = 1;
 };
 
 Pairs pairs_of(const Mechanism& m, const ValueMap& in) {
+  // An output without a head axis (a gradient of an input shared by every head would be one) is a sum
+  // over the pairs, not a place for each: such a mechanism runs whole.
+  for (const TensorSpec& o : m.outputs)
+    if (o.dims.find_first_of("HW") == std::string::npos) return {};
   for (const auto& [name, t] : in) {
     const TensorSpec* s = spec_of(m.inputs, name);
     if (s == nullptr || t.shape.size() != s->dims.size()) return {};
