@@ -8,6 +8,7 @@
 //   chunk_gated_delta_rule lays out Gated DeltaNet, which this variant extends by the level scales:
 //   q, k [B,T,H,K] per head, unit-norm keys (β‖k‖² ≤ 1 keeps every level's transition
 //   e^g (I − β k kᵀ) a contraction), v [B,T,H,V], g [B,T,H], beta [B,T,H].
+#include "larc/reference/log_linear_backward.h"
 #include "larc/reference/log_linear_batched.h"
 #include "mechanism_support.h"
 
@@ -15,6 +16,38 @@ namespace larc::harness::detail {
 
 namespace {
 namespace ll = ref::log_linear;
+
+// The gradient twin's gradients of L = Σ⟨do, o⟩ per head through log_linear_backward.h: dq and dk (summed
+// over the heads when one query/key head is shared), dv, dg = dα·α (α = e^g), dlevel_scales and, for the
+// GDN variant, dbeta.
+template <class S>
+ValueMap log_linear_gradients(const ValueMap& in, bool gdn) {
+  const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
+  const ref::Tensor<S> g = cast_tensor<S>(in.at("g")), lambda = cast_tensor<S>(in.at("level_scales"));
+  const ref::Tensor<S> d_o = cast_tensor<S>(in.at("do"));
+  std::optional<ref::Tensor<S>> beta;
+  if (gdn) beta = cast_tensor<S>(in.at("beta"));
+  const std::int64_t B = v.dim(0), T = v.dim(1), H = v.dim(2), G = q.dim(2);
+  ref::Tensor<S> dq(q.shape), dk(k.shape), dv(v.shape), dg(g.shape), dlambda(lambda.shape), dbeta(g.shape);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const ll::Problem<S> p = ll::head_problem<S>(q, k, v, g, lambda, beta, S(1), b, h);
+      const ll::Gradients<S> r = ll::backward(p, ref::head_rows(d_o, b, h));
+      const std::int64_t qk_head = G == 1 ? 0 : h;
+      ref::set_head_rows(dq, b, qk_head, ref::Mat<S>(ref::head_rows(dq, b, qk_head) + r.dq));
+      ref::set_head_rows(dk, b, qk_head, ref::Mat<S>(ref::head_rows(dk, b, qk_head) + r.dk));
+      ref::set_head_rows(dv, b, h, r.dv);
+      ref::set_head_rows(dlambda, b, h, r.dlambda);
+      for (std::int64_t t = 0; t < T; ++t) {
+        dg.data[(b * T + t) * H + h] = r.dalpha(t) * p.alpha(t);
+        dbeta.data[(b * T + t) * H + h] = gdn ? r.dbeta(t) : S(0);
+      }
+    }
+  ValueMap out{{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)},
+               {"dg", to_double_tensor(dg)}, {"dlevel_scales", to_double_tensor(dlambda)}};
+  if (gdn) out.emplace("dbeta", to_double_tensor(dbeta));
+  return out;
+}
 
 Mechanism log_linear(ll::Variant variant) {
   const bool gdn = variant == ll::Variant::gdn;
@@ -77,8 +110,17 @@ Mechanism log_linear(ll::Variant variant) {
 }  // namespace
 
 void register_log_linear_mechanisms(std::vector<Mechanism>& out) {
-  out.push_back(log_linear(ll::Variant::mamba2));
-  out.push_back(log_linear(ll::Variant::gdn));
+  for (const bool gdn : {false, true}) {
+    out.push_back(log_linear(gdn ? ll::Variant::gdn : ll::Variant::mamba2));
+    // The gradient twin (docs/gate.md "Gradient cases"), through the reference's backward verb.
+    const std::string qk = gdn ? "BTHK" : "BT1K";
+    std::vector<TensorSpec> gradients = {gradient_spec("dq", qk, "∂L/∂q"), gradient_spec("dk", qk, "∂L/∂k"),
+                                         gradient_spec("dv", "BTHV", "∂L/∂v"), gradient_spec("dg", "BTH", "∂L/∂g (log-decays)"),
+                                         gradient_spec("dlevel_scales", "BTHL", "∂L/∂level_scales")};
+    if (gdn) gradients.push_back(gradient_spec("dbeta", "BTH", "∂L/∂beta"));
+    out.push_back(gradient_twin(out.back(), std::move(gradients),
+                                [gdn]<class S>(const ValueMap& in) { return log_linear_gradients<S>(in, gdn); }));
+  }
 }
 
 }  // namespace larc::harness::detail

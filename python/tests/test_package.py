@@ -75,8 +75,8 @@ def test_wrong_arguments_raise_value_error_naming_them():
 
 def test_wrong_gradient_arguments_raise_value_error_naming_them():
     honest = kernel()
-    with pytest.raises(ValueError, match="grad: log-linear has no gradient twin"):
-        larc.gate(honest, mechanism="log-linear", grad=True)
+    with pytest.raises(ValueError, match="grad: ccq-gdn has no gradient twin"):
+        larc.gate(honest, mechanism="ccq-gdn", grad=True)
     with pytest.raises(ValueError, match="grad: expected True or False"):
         larc.gate(honest, mechanism="gdn", grad="yes")
     with pytest.raises(ValueError, match="device: a forward callable on a gradient case is differentiated by torch"):

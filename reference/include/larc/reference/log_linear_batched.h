@@ -38,6 +38,23 @@
 
 namespace larc::ref::log_linear {
 
+// Head h of batch entry b as a Problem: q and k of head 0 when they are shared (G = 1), else of head h;
+// α = e^g; β when given (the GDN variant).
+template <class S>
+Problem<S> head_problem(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& g,
+                        const Tensor<S>& level_scales, const std::optional<Tensor<S>>& beta, const S& scale,
+                        std::int64_t b, std::int64_t h) {
+  const std::int64_t qk_head = q.dim(2) == 1 ? 0 : h;
+  return {beta ? Variant::gdn : Variant::mamba2,
+          head_rows(q, b, qk_head),
+          head_rows(k, b, qk_head),
+          head_rows(v, b, h),
+          delta_rule::decays_from_log(head_gate(g, b, h)),
+          beta ? head_gate(*beta, b, h) : Vec<S>(),
+          head_rows(level_scales, b, h),
+          scale};
+}
+
 template <class S>
 Tensor<S> log_linear_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& g,
                              const Tensor<S>& level_scales, const std::optional<Tensor<std::type_identity_t<S>>>& beta = {},
@@ -64,18 +81,8 @@ Tensor<S> log_linear_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
 
   Tensor<S> o({B, T, H, V});
   for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const std::int64_t qk_head = G == 1 ? 0 : h;
-      Problem<S> p{beta ? Variant::gdn : Variant::mamba2,
-                   head_rows(q, b, qk_head),
-                   head_rows(k, b, qk_head),
-                   head_rows(v, b, h),
-                   delta_rule::decays_from_log(head_gate(g, b, h)),
-                   beta ? head_gate(*beta, b, h) : Vec<S>(),
-                   head_rows(level_scales, b, h),
-                   scale};
-      set_head_rows(o, b, h, run(p, form, chunk, MatmulOperands<S>(operands)));
-    }
+    for (std::int64_t h = 0; h < H; ++h)
+      set_head_rows(o, b, h, run(head_problem<S>(q, k, v, g, level_scales, beta, scale, b, h), form, chunk, MatmulOperands<S>(operands)));
   }
   return o;
 }
