@@ -128,9 +128,9 @@ ref::Tensor<double> log_decays_in(Rng& rng, std::vector<std::int64_t> shape, dou
   return g;
 }
 
-TensorSpec with_value_heads(TensorSpec spec) {
+TensorSpec with_head_axis(TensorSpec spec, char axis) {
   for (char& c : spec.dims)
-    if (c == 'H') c = 'W';
+    if (c == 'H' || c == 'W') c = axis;
   return spec;
 }
 

@@ -143,9 +143,9 @@ template <class GradientsAt>
 Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at);
 Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> gradients);
 
-// `spec` over the value heads (its H dims become W: Shape::HV), for a mechanism whose value heads may be
-// grouped over its query/key heads.
-TensorSpec with_value_heads(TensorSpec spec);
+// `spec` with its head axis (H or W) over `axis`: W, the value heads (Shape::HV), for a mechanism whose
+// value heads may be grouped over its query/key heads; H, one value head per query/key head.
+TensorSpec with_head_axis(TensorSpec spec, char axis);
 
 // q or k [B,T,H,K] repeated to the value heads HV = G·H (value head j reads head j / G), and the
 // adjoint: dq or dk [B,T,HV,K] summed over each group back to [B,T,H,K]. G = 1 returns the tensor.

@@ -83,12 +83,8 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
                   " (SPEC §2): q̃_t = (I − λ_t Σ_t) q_t, Σ_t the uniform key covariance; the backbone's write, its read with q̃";
   // CCQ's forms start from a zero state: the backbone's optional initial state and its knob are not
   // CCQ's; its read scale is. One value head per query/key head: the conditioner is per head.
-  for (TensorSpec in : backbone.inputs) {
-    if (in.optional) continue;
-    for (char& c : in.dims)
-      if (c == 'W') c = 'H';
-    m.inputs.push_back(std::move(in));
-  }
+  for (const TensorSpec& in : backbone.inputs)
+    if (!in.optional) m.inputs.push_back(with_head_axis(in, 'H'));
   m.inputs.push_back({"lambda", "BTH", "read gates λ_t ∈ (0, 1), drawn as σ(wᵀq_t + b)"});
   m.inputs.push_back(scale_spec());
   m.outputs = {{"o", "BTHV", "outputs o_t = scale · S_tᵀ q̃_t", false},

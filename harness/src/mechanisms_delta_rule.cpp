@@ -55,7 +55,7 @@ TensorSpec log_decay_spec() {
 std::vector<TensorSpec> qkv_specs(const char* keys) {
   return {{"q", "BTHK", "queries"}, {"k", "BTHK", keys}, {"v", "BTWV", "values"}};
 }
-std::vector<TensorSpec> optional_specs() { return {with_value_heads(initial_state_spec()), scale_spec()}; }
+std::vector<TensorSpec> optional_specs() { return {with_head_axis(initial_state_spec(), 'W'), scale_spec()}; }
 
 // The queries and keys of the case in scalar S, repeated to its value heads.
 template <class S>
@@ -172,7 +172,7 @@ std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step
                                gradient_spec("dv", "BTWV", "∂L/∂v")};
   if (decay) g.push_back(gradient_spec("dg", "BTW", "∂L/∂g (log-decays)"));
   g.push_back(gradient_spec("d" + step, "BTW", "∂L/∂" + step));
-  g.push_back(with_value_heads(initial_state_gradient_spec()));
+  g.push_back(with_head_axis(initial_state_gradient_spec(), 'W'));
   return g;
 }
 
