@@ -70,7 +70,11 @@ Workload make_workload(const larc::gpu::Kernel& k, const Shape& s, bool decode) 
     TensorSet& set = w.sets.back();
     const std::uint64_t seed = 1000 * w.sets.size();
     std::uint64_t i = 0;
-    for (const auto& spec : m.inputs) add(set, set.args.inputs, spec.name, spec.dims, DType::bf16, true, seed + ++i);
+    // The required inputs (an optional one, the initial state or dht, is the decode rows' own): bf16 but
+    // for those held in float32 whatever the case's dtype.
+    for (const auto& spec : m.inputs)
+      if (!spec.optional)
+        add(set, set.args.inputs, spec.name, spec.dims, spec.always_fp32 ? DType::fp32 : DType::bf16, true, seed + ++i);
     for (const auto& spec : m.outputs)
       if (!spec.always_fp32 || decode) add(set, set.args.outputs, spec.name, spec.dims, spec.always_fp32 ? DType::fp32 : DType::bf16, false, 0);
     if (decode) add(set, set.args.inputs, "initial_state", "BHKV", DType::fp32, true, seed + ++i);
@@ -141,7 +145,9 @@ void register_all() {
           ->Unit(benchmark::kMillisecond)
           ->MinTime(0.1);
     }
-    if (!k.limits.initial_state || k.name.ends_with("-chunked")) continue;  // chunked kernels are prefill kernels
+    // Chunked and backward kernels are prefill kernels.
+    if (!k.limits.initial_state || k.name.ends_with("-chunked") || larc::harness::find_mechanism(k.mechanism).computes_gradients())
+      continue;
     for (std::int64_t bh : {16, 132, 1024}) {
       const Shape s{bh, 1, 1, 128, 128};
       if (!takes(k, s)) continue;

@@ -86,5 +86,6 @@ void append_hla_chunked_kernels(std::vector<Kernel>& out);  // hla_chunked.cu: h
 void append_ahla_chunked_kernels(std::vector<Kernel>& out);  // ahla_chunked.cu: ahla
 void append_log_linear_gdn_chunked_kernels(std::vector<Kernel>& out);  // log_linear_gdn_chunked.cu: log-linear-gdn
 void append_vla_chunked_kernels(std::vector<Kernel>& out);  // vla_chunked.cu: vla
+void append_delta_rule_backward_kernels(std::vector<Kernel>& out);  // delta_rule_backward.cu: la, deltanet, gdn, kla, gla -backward
 
 }  // namespace larc::gpu::detail

@@ -49,11 +49,15 @@ struct DeviceCopy {
 // A varlen kernel (FLA's cu_seqlens convention) sees the case's B sequences of length T packed as one
 // batch of B·T tokens: the same row-major bytes, with [B,T,...] viewed as [1,B·T,...] and
 // cu_seqlens = 0, T, 2T, ..., B·T; states keep their [B,H,K,V] = [N,H,K,V] shape.
+// The per-sequence [B,H,K,V] tensors (states and their cotangents), whose second axis is not T.
+bool is_state(const std::string& name) {
+  return name == "initial_state" || name == "final_state" || name == "dht" || name == "dh0";
+}
+
 void pack_as_varlen(gpu::LaunchArgs& args, const Shape& s, std::map<std::string, DeviceCopy>& owned) {
   for (gpu::Tensors* views : {&args.inputs, &args.outputs})
     for (auto& [name, view] : *views)
-      if (view.shape.size() >= 2 && view.shape[0] == s.B && view.shape[1] == s.T && name != "final_state" &&
-          name != "initial_state") {
+      if (view.shape.size() >= 2 && view.shape[0] == s.B && view.shape[1] == s.T && !is_state(name)) {
         view.shape[1] *= view.shape[0];
         view.shape[0] = 1;
       }

@@ -60,6 +60,14 @@ class GpuKernels : public ::testing::TestWithParam<KernelDtype> {
 class GpuKernelsBitwise : public GpuKernels {};
 // A launch continued from a carried state: the kernels that take an initial state, in their first dtype.
 class GpuKernelsWithInitialState : public GpuKernels {};
+// The same for the backward kernels: the gradient carried backwards across a cut.
+class GpuBackwardKernels : public GpuKernels {};
+
+bool computes_gradients(const larc::gpu::Kernel& k) {
+  for (const auto& m : larc::harness::mechanisms())
+    if (m.name == k.mechanism) return m.computes_gradients();
+  return false;
+}
 
 TEST_P(GpuKernels, PassTheOracleOnASmallShape) { expect_passes(g, dtype, shape_for(*g.kernel, 2, 65, 2, 32), 7); }
 
@@ -137,6 +145,47 @@ TEST_P(GpuKernelsWithInitialState, SplitSequenceWithCarriedStateEqualsOneLaunch)
   }
 }
 
+// The backward over [0, T) equals the backward over [s, T) from the forward kernel's state at s, whose
+// dh0 is fed as dht to the backward over [0, s): the reverse recurrence carries nothing but ∂L/∂S across
+// a cut, and its recomputed states are the forward kernel's bit for bit.
+TEST_P(GpuBackwardKernels, SplitSequenceWithCarriedStateGradientEqualsOneLaunch) {
+  std::string forward_name = g.kernel->name;
+  forward_name.erase(forward_name.find("-backward"), std::string("-backward").size());
+  const larc::gpu::Kernel* forward_kernel = larc::gpu::find_kernel(forward_name, g.mechanism->parameters.at("forward"));
+  ASSERT_NE(forward_kernel, nullptr) << g.kernel->name << ": no forward kernel " << forward_name;
+  const GpuSubject forward = *gpu_subject(*forward_kernel);
+  const Shape full = shape_for(*g.kernel, 2, 100, 2, 32);
+  const std::int64_t cut = 37;
+  const TensorMap inputs = inputs_for(*g.mechanism, full, dtype, 13);
+  const TensorMap whole = run(g, full, dtype, inputs);
+  TensorMap first_in, second_in;
+  for (const auto& spec : g.mechanism->inputs) {
+    if (!inputs.contains(spec.name)) continue;
+    const int t = axis_of(spec.dims, 'T');
+    first_in[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, 0, cut);
+    second_in[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, cut, full.T);
+  }
+  Shape a = full, b = full;
+  a.T = cut;
+  b.T = full.T - cut;
+  TensorMap forward_in;
+  for (const auto& spec : forward.mechanism->inputs)
+    if (first_in.contains(spec.name)) forward_in[spec.name] = first_in.at(spec.name);
+  second_in["initial_state"] = run(forward, a, dtype, forward_in).at("final_state");
+  const TensorMap second = run(g, b, dtype, second_in);
+  first_in["dht"] = second.at("dh0");
+  const TensorMap first = run(g, a, dtype, first_in);
+  for (const auto& spec : g.mechanism->outputs) {
+    const int t = axis_of(spec.dims, 'T');
+    const std::vector<std::pair<TypedTensor, TypedTensor>> pairs =
+        t < 0 ? std::vector<std::pair<TypedTensor, TypedTensor>>{{whole.at(spec.name), first.at(spec.name)}}
+              : std::vector<std::pair<TypedTensor, TypedTensor>>{{slice(whole.at(spec.name), t, 0, cut), first.at(spec.name)},
+                                                                 {slice(whole.at(spec.name), t, cut, full.T), second.at(spec.name)}};
+    for (const auto& [want, got] : pairs)
+      EXPECT_TRUE(bitwise_equal(want, got)) << g.kernel->name << " " << spec.name << ": " << first_difference(want, got);
+  }
+}
+
 TEST_P(GpuKernelsBitwise, SeventyThousandIdenticalHeadsGiveTheOneHeadResult) {
   const std::int64_t heads = 70000;  // B·H blocks > 65,535: the grid must not use gridDim.y/z for them
   const Shape one = shape_for(*g.kernel, 1, 3, 1, 16);
@@ -166,7 +215,12 @@ INSTANTIATE_TEST_SUITE_P(Registry, GpuKernels, ::testing::ValuesIn(kernel_dtypes
 INSTANTIATE_TEST_SUITE_P(Registry, GpuKernelsBitwise, ::testing::ValuesIn(kernel_dtypes(true)), kernel_dtype_name);
 INSTANTIATE_TEST_SUITE_P(Registry, GpuKernelsWithInitialState,
                          ::testing::ValuesIn(kernel_dtypes(true, [](const larc::gpu::Kernel& k) {
-                           return k.limits.initial_state;
+                           return k.limits.initial_state && !computes_gradients(k);
+                         })),
+                         kernel_dtype_name);
+INSTANTIATE_TEST_SUITE_P(Registry, GpuBackwardKernels,
+                         ::testing::ValuesIn(kernel_dtypes(true, [](const larc::gpu::Kernel& k) {
+                           return k.limits.initial_state && computes_gradients(k);
                          })),
                          kernel_dtype_name);
 

@@ -104,7 +104,11 @@ inline Dtype first_dtype(const harness::Subject& s) { return s.dtypes.front(); }
 
 inline TensorMap inputs_for(const harness::Mechanism& m, const Shape& s, Dtype dtype, std::uint64_t seed) {
   TensorMap out;
-  for (auto& [name, values] : m.generate(s, seed, m.resolve_knobs({}))) out[name] = TypedTensor::encode(dtype, values);
+  for (auto& [name, values] : m.generate(s, seed, m.resolve_knobs({}))) {
+    bool fp32 = false;  // states, their cotangents and the scale stay float32 whatever the case's dtype
+    for (const auto& spec : m.inputs) fp32 = fp32 || (spec.name == name && spec.always_fp32);
+    out[name] = TypedTensor::encode(fp32 ? Dtype::fp32 : dtype, values);
+  }
   return out;
 }
 

@@ -74,6 +74,29 @@ def fla_chunk_rows(gdn_T, log_linear_T):
     return rows
 
 
+def fla_backward_rows(Ts):
+    """FLA's delta-rule and GLA backward (the chunk kernels whose backward runs on Hopper with Triton 3.6):
+    the backward alone (torch.autograd.grad through a recorded forward) and forward + backward, on
+    gdn_inputs (DeltaNet: no g; GLA: per-channel log-decays)."""
+    from fla.ops.delta_rule import chunk_delta_rule
+    from fla.ops.gla import chunk_gla
+    rows = []
+    for t in Ts:
+        q, k, v, g, beta = gdn_inputs(B, t, H)
+        gk = F.logsigmoid(torch.rand(B, t, H, D, device="cuda")) / 16
+        cases = {"fla-chunk-delta-rule": (lambda q, k, v: chunk_delta_rule(q, k, v, beta, scale=D ** -0.5)[0]),
+                 "fla-chunk-gla": (lambda q, k, v: chunk_gla(q, k, v, gk, scale=D ** -0.5)[0])}
+        for peer, forward in cases.items():
+            leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+            do = torch.randn_like(v)
+            o = forward(*leaves)
+            rows.append(row(peer, "backward", t, B, H, median_ms(
+                lambda: torch.autograd.grad(o, leaves, do, retain_graph=True), warmup=10, rep=50)))
+            rows.append(row(peer, "forward+backward", t, B, H, median_ms(
+                lambda: torch.autograd.grad(forward(*leaves), leaves, do), warmup=10, rep=50)))
+    return rows
+
+
 def sdpa_rows(Ts):
     rows = []
     for t in Ts:
@@ -136,8 +159,18 @@ def matmul_tflops():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
+    ap.add_argument("--backward-only", action="store_true", help="only FLA's backward rows")
     args = ap.parse_args()
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    if args.backward_only:
+        import fla
+        result["fla"] = getattr(fla, "__version__", "unknown")
+        result["rows"] = fla_backward_rows([2048, 8192, 32768])
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+        for r in result["rows"]:
+            print(f"{r['peer']:22s} {r['kind']:17s} T={r['T']:<7d} {r['ms']:.4f} ms")
+        return
     result["copy_bandwidth_GBps"] = copy_bandwidth_gbs()
     result["bf16_matmul_TFLOPs"] = matmul_tflops()
     rows = []
@@ -148,6 +181,10 @@ def main():
         rows += fla_chunk_rows([2048, 8192, 32768, 65536, 131072], [2048, 8192, 32768, 65536])
     except Exception as e:  # a missing or broken FLA is reported, not hidden
         result["fla_error"] = repr(e)[:300]
+    try:
+        rows += fla_backward_rows([2048, 8192, 32768])
+    except Exception as e:
+        result["fla_backward_error"] = repr(e)[:300]
     rows += sdpa_rows([1 << p for p in range(10, 18)])
     result["vla_sequential_pytorch"] = {"T": 2048, "B": B, "H": H, "D": D, "dtype": "fp32", "ms": vla_sequential_ms(2048)}
     result["rows"] = rows

@@ -15,6 +15,7 @@
 #   tools/h200/kernels_run.sh regimes # the gate's edge regimes (heavy tails, orthonormal keys, g = 0 and −∞, β up to 2)
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 #   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
+#   tools/h200/kernels_run.sh backward  # the backward kernels: GPU tests, gradient gate, sanitizers, speed beside FLA's
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
 mode=${1:-check}
@@ -258,6 +259,54 @@ python)
     ${PYTEST_K:+-k "$PYTEST_K"} --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
     --junitxml "$out/python_junit.xml" -o junit_family=legacy -rfEs > "$out/python.txt" 2>&1
   echo "pytest --larc examples/python: exit $?"; tail -25 "$out/python.txt"
+  ;;
+backward)
+  # The backward kernels (every *-backward GPU subject; docs/gpu-kernels/delta-rule.md "Fused recurrent
+  # backward") under the gradient gate (docs/gate.md "Gradient cases"): their GPU tests, compute-sanitizer,
+  # the gate's grid T ∈ {1, 63, 64, 65} × D ∈ {64, 128, 96} in every dtype with both cotangents, do only,
+  # dht only and a random initial state, T = 1000 with one, grouped value heads (HV = 4H) and random
+  # cases; then their speed beside their forward kernels and FLA's delta-rule and GLA backward.
+  subject_args=(); for s in $(gpu_subjects | grep -- '-backward'); do subject_args+=(--subject "$s"); done
+  GTEST_FILTER='*backward*' run_tests > "$out/tests.txt" 2>&1 &
+  for tool in memcheck racecheck initcheck synccheck; do
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+      $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 --knob initial_state=2 \
+      > "$out/sanitizer_$tool.txt" 2>&1; echo "compute-sanitizer $tool: exit $?" >> "$out/sanitizer_$tool.txt" &
+  done
+  gate_group T1-65 120 $(grid 1 63 64 65)
+  GATE_KNOBS="--knob cotangents=1 --knob initial_state=2" gate_group do-only-h0-T1-65 100 $(grid 1 63 64 65)
+  GATE_KNOBS="--knob cotangents=2 --knob initial_state=2" gate_group dht-only-h0-T1-65 100 $(grid 1 63 64 65)
+  GATE_KNOBS="--knob initial_state=2" gate_group h0-T1000 120 $(grid 1000)
+  gva=$(for T in 1 65 1000; do for D in 64 128; do echo "1,$T,2,$D,$D,8"; done; done)
+  GATE_KNOBS="--knob initial_state=2 --knob scale_factor=2 --mechanism gdn-backward --mechanism deltanet-backward --mechanism kla-backward" \
+    gate_group gva-h0 60 $gva
+  timeout 90 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 100 --seed 22 \
+    --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
+  echo "gate random: exit $?"; tail -3 "$out/gate_random.txt"
+  wait
+  python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate.json" --markdown "$out/gate.md" | tail -30
+  cut -c1-400 "$out/tests.txt"
+  {
+    echo "# compute-sanitizer over the backward kernels on the H200"; echo
+    echo "Source tree (reference/ + gpu/): \`$LARC_TREE_HASH\`. Each tool ran \`larc gate\` over every backward GPU"
+    echo "subject, bf16, shapes 1,65,2,32,32 and 2,1,1,96,64, random initial state (tools/h200/kernels_run.sh backward)."; echo
+    echo "Exit 9 means the tool found an error; 1, that a gate case failed (gate.md); 0, neither."; echo
+    echo "| tool | summary | exit |"; echo "|---|---|---|"
+    for tool in memcheck racecheck initcheck synccheck; do
+      echo "| $tool | $(grep -h 'SUMMARY' "$out/sanitizer_$tool.txt" | tail -1 | sed 's/^=* *//') | $(sed -n 's/^compute-sanitizer [a-z]*: exit //p' "$out/sanitizer_$tool.txt") |"
+    done
+  } > "$out/sanitizers.md"
+  cat "$out/sanitizers.md"
+  LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench --benchmark_filter='^(la|deltanet|gdn|kla|gla)-fused-recurrent(-backward)?/prefill' \
+    --benchmark_repetitions=3 --benchmark_min_time=0.1 --benchmark_report_aggregates_only=true --benchmark_format=json \
+    --benchmark_out="$out/bench_kernels.json" > "$out/bench_kernels.txt" 2>&1
+  echo "bench: exit $?"
+  install_fla
+  PYTHONPATH=/tmp/site timeout 200 python3 tools/h200/bench_peers.py --backward-only --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
+  echo "peers: exit $?"; tail -8 "$out/bench_peers.txt"
+  python3 tools/h200/bench_backward.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
+    --tree-hash "$LARC_TREE_HASH" --markdown "$out/bench.md" --json "$out/bench.json"
+  cat "$out/bench.md"
   ;;
 fuzz2)
   # One campaign over every GPU kernel, sharded through the shard environment (GTEST_SHARD_INDEX /

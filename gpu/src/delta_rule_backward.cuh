@@ -1,0 +1,459 @@
+// The fused recurrent backward of the delta-rule / linear-attention family (docs/gpu-kernels/delta-rule.md,
+// "Fused recurrent backward"): the reverse-mode adjoint of the forward kernel's recurrence
+// (delta_rule_fused.cuh) for L = Σ⟨do, o⟩ + ⟨dht, S_T⟩, in fp32, the direct form of docs/gradients.md.
+//
+// Per token t, reading the forward step as S̃ = decay_t(S_{t−1}), r = v_t − S̃^T k_t, u = β_t r (delta;
+// u = v_t when additive), S_t = S̃ + k_t u^T, o_t = S_t^T q̂_t with q̂ = scale·q, the reverse step takes
+// dS = ∂L/∂S_t from the later tokens and
+//   dq_t  = scale · S_t do_t                dS += q̂_t do_t^T
+//   delta:    du = dS^T k_t, β̄ = β_t du:   dv_t = β̄, dβ_t = ⟨du, r⟩, dk_t = dS u − S̃ β̄, dS −= k_t β̄^T
+//   additive: dv_t = dS^T k_t,              dk_t = dS v_t
+//   scalar decay (S̃ = α S):   dg_t = ⟨S̃, dS⟩ (= α ⟨S_{t−1}, dS⟩), dS ← α dS
+//   channel decay (S̃ = Diag(a) S): dgk_t = rowsum(S̃ ∘ dS),        dS ← Diag(a) dS
+// and dh0 = dS after token 0. KLA's β = η/(‖k‖² + ε) adds dη = dβ/(‖k‖² + ε) and
+// dk −= 2β dβ/(‖k‖² + ε) · k, applied where dβ is complete (finalize_gradients).
+//
+// Mapping: the forward kernel's (one block per sequence, value head and tile of 16 value columns;
+// the 8 lanes of a column hold its K rows, Geometry<KMAX, 8>). The state and its adjoint are column-local,
+// so each block runs the whole reverse recurrence of its columns; what sums over the columns (dq, dk,
+// dgk rows; dβ, dg scalars) is written per tile to a workspace and summed over tiles and grouped value
+// heads in a fixed order by finalize_gradients: no atomics, every run gives the same bits.
+//
+// States are recomputed, not stored: a forward pass writes the state entering every chunk of kChunk
+// tokens to the workspace; the reverse pass, chunk by chunk from the last, recomputes the chunk's states
+// from its checkpoint into shared memory (each lane its own slots) with the forward's arithmetic, then
+// walks the chunk backwards.
+#pragma once
+
+#include <cstdint>
+
+#include "delta_rule_fused.cuh"
+
+namespace larc::gpu::detail::delta_rule_backward {
+
+using delta_rule::Decay;
+using delta_rule::kThreads;
+using delta_rule::kWarps;
+using delta_rule::TokenRows;
+using delta_rule::Write;
+
+template <int KMAX>
+using Geo = delta_rule::Geometry<KMAX, 8>;
+
+// Tokens recomputed per chunk: a chunk's states (KMAX × 16 floats a token) take 64 KB of shared memory.
+template <int KMAX>
+constexpr int kChunk = 1024 / KMAX;
+
+template <class Pol>
+constexpr int kRowQuantities = Pol::decay == Decay::channel ? 3 : 2;  // dq, dk (, dgk): rows summed over columns
+template <class Pol>
+constexpr int kScalarQuantities = (Pol::delta ? 1 : 0) + (Pol::decay == Decay::scalar ? 1 : 0);  // dβ, dg
+constexpr int kStepSlot = 0;  // scalar quantity slots: dβ first (delta rules), then dg (scalar decay)
+template <class Pol>
+constexpr int kDecaySlot = Pol::delta ? 1 : 0;
+
+template <class T>
+struct Params {
+  Strided<const T> q, k, v, gate, step, d_o;    // gate: g [B,T,H] or gk [B,T,H,K]; step: beta or eta
+  Strided<const float> initial_state, d_final;  // optional [B|N, H, K, V]
+  Strided<T> dq, dk, dv, dgate, dstep;          // dq, dk per query/key head; the rest per value head
+  Strided<float> d_initial;                     // optional
+  const void* cu_seqlens = nullptr;             // varlen: [N+1] int32 or int64; B = 1
+  bool cu_seqlens_int64 = false;
+  std::int64_t tokens = 0;     // T per batch entry (varlen: all packed tokens)
+  std::int64_t sequences = 0;  // B, or N when varlen
+  int H = 0, group = 1, K = 0, V = 0, tiles = 0;  // H: value heads; q/k head of value head h: h / group
+  float scale = 1, eps = 0;
+  // Workspace: the checkpoints, `slots` per (value head, tile), KMAX × 16 floats each; per-tile partial
+  // rows [quantity][tile][packed token][H][K] and scalars [quantity][tile][packed token][H].
+  float* checkpoints = nullptr;
+  std::int64_t slots = 0;
+  float* rows = nullptr;
+  float* scalars = nullptr;
+};
+
+// Checkpoint slots a (value head, tile) needs: sequence n's chunks start at slot ⌊bos_n / C⌋ + n, which
+// never reaches sequence n + 1's first slot; packed_tokens = B·T (varlen: T).
+template <int KMAX>
+__host__ __device__ constexpr std::int64_t checkpoint_slots(std::int64_t packed_tokens, std::int64_t sequences) {
+  return packed_tokens / kChunk<KMAX> + sequences + 1;
+}
+
+// Tokens of all sequences as one packed axis: B·T, or T when varlen.
+template <class T>
+__host__ __device__ std::int64_t packed_token_count(const Params<T>& p) {
+  return p.cu_seqlens != nullptr ? p.tokens : p.sequences * p.tokens;
+}
+
+// Sequence n's tokens [bos, eos) of batch entry b; false when cu_seqlens is corrupt there.
+template <class T>
+__device__ __forceinline__ bool sequence_bounds(const Params<T>& p, std::int64_t n, std::int64_t& b, std::int64_t& bos,
+                                                std::int64_t& eos) {
+  b = n;
+  bos = 0;
+  eos = p.tokens;
+  if (p.cu_seqlens == nullptr) return true;
+  b = 0;
+  const auto offset = [&](std::int64_t i) -> std::int64_t {
+    return p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
+                              : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
+  };
+  bos = offset(n);
+  eos = offset(n + 1);
+  return 0 <= bos && bos <= eos && eos <= p.tokens;
+}
+
+// Shared memory of one block, in floats: a chunk's staged inputs, its recomputed states and written
+// values (lane-private slots), and the per-warp sums over columns before they are summed over warps.
+template <class Pol, int KMAX>
+struct Layout {
+  using G = Geo<KMAX>;
+  static constexpr int C = kChunk<KMAX>;
+  static constexpr int keys = C * G::key_pitch;  // k, q̂ (and a) rows in the forward kernel's slots
+  static constexpr int k = 0, q = k + keys, decay = q + keys;
+  static constexpr int v = decay + (Pol::decay == Decay::channel ? keys : 0);
+  static constexpr int d_o = v + C * G::tile_v;
+  static constexpr int alpha = d_o + C * G::tile_v, beta = alpha + C;
+  static constexpr int states = (beta + C + 3) / 4 * 4;            // [t][j][thread]
+  static constexpr int written = states + C * G::rows * kThreads;  // u_t per lane: [t][thread]
+  static constexpr int residual = written + C * kThreads;          // r_t per lane
+  static constexpr int row_sums = residual + C * kThreads;         // [quantity][t][warp][KMAX]
+  static constexpr int scalar_sums = row_sums + kRowQuantities<Pol> * C * kWarps * KMAX;  // [quantity][t][warp]
+  static constexpr int floats = scalar_sums + kScalarQuantities<Pol> * C * kWarps;
+};
+
+// Stages tokens [t0, t0 + n) of the sequence as fp32: k and q̂ = scale·q in the forward kernel's key slots
+// (rows ≥ K zero), a = e^{gk} (channel decay), this tile's v and do columns (zero past V), α = e^{g}, and β
+// (KLA: η). Ends with the block synchronised.
+template <class Pol, class T, int KMAX>
+__device__ void stage(float* smem, const Params<T>& p, std::int64_t b, int h, std::int64_t t0, int n, int tile) {
+  using G = Geo<KMAX>;
+  using L = Layout<Pol, KMAX>;
+  const TokenRows<const T> q = delta_rule::rows_of(p.q, b, h / p.group), k = delta_rule::rows_of(p.k, b, h / p.group),
+                           v = delta_rule::rows_of(p.v, b, h), d_o = delta_rule::rows_of(p.d_o, b, h),
+                           gate = delta_rule::rows_of(p.gate, b, h), step = delta_rule::rows_of(p.step, b, h);
+  for (int e = threadIdx.x; e < n * KMAX; e += kThreads) {
+    const int t = e / KMAX, r = e % KMAX, slot = t * G::key_pitch + delta_rule::key_slot<G>(r);
+    const bool in = r < p.K;
+    smem[L::k + slot] = in ? to_float(k(t0 + t, r)) : 0.f;
+    smem[L::q + slot] = in ? p.scale * to_float(q(t0 + t, r)) : 0.f;
+    if constexpr (Pol::decay == Decay::channel) smem[L::decay + slot] = in ? exp_rounded_once(to_float(gate(t0 + t, r))) : 0.f;
+  }
+  for (int e = threadIdx.x; e < n * G::tile_v; e += kThreads) {
+    const int t = e / G::tile_v, col = tile * G::tile_v + e % G::tile_v;
+    smem[L::v + e] = col < p.V ? to_float(v(t0 + t, col)) : 0.f;
+    smem[L::d_o + e] = col < p.V ? to_float(d_o(t0 + t, col)) : 0.f;
+  }
+  for (int t = threadIdx.x; t < n; t += kThreads) {
+    if constexpr (Pol::decay == Decay::scalar) smem[L::alpha + t] = exp_rounded_once(to_float(gate(t0 + t)));
+    if constexpr (Pol::delta) smem[L::beta + t] = to_float(step(t0 + t));
+  }
+  __syncthreads();
+}
+
+// This lane's rows of staged token t's k (and a), and its column's α, β and v; KLA's β = η / (‖k‖² + ε)
+// with ‖k‖² summed as the forward kernel sums it, so the recomputed states are its states bit for bit.
+template <class Pol, int KMAX>
+struct TokenOperands {
+  using G = Geo<KMAX>;
+  float k[G::rows], a[Pol::decay == Decay::channel ? G::rows : 1];
+  float alpha = 1.f, beta = 1.f, v = 0.f;
+
+  __device__ __forceinline__ TokenOperands(const float* smem, int t, int first_run, int col_in_tile, float eps) {
+    using L = Layout<Pol, KMAX>;
+    delta_rule::load_rows<G>(k, smem + L::k + t * G::key_pitch, first_run);
+    if constexpr (Pol::decay == Decay::channel) delta_rule::load_rows<G>(a, smem + L::decay + t * G::key_pitch, first_run);
+    if constexpr (Pol::decay == Decay::scalar) alpha = smem[L::alpha + t];
+    if constexpr (Pol::delta) beta = smem[L::beta + t];
+    if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (delta_rule::column_dot<G>(k, k) + eps);
+    v = smem[L::v + t * G::tile_v + col_in_tile];
+  }
+
+  // S ← decay(S), in place.
+  __device__ __forceinline__ void decay(float (&S)[G::rows]) const {
+#pragma unroll
+    for (int j = 0; j < G::rows; ++j) {
+      if constexpr (Pol::decay == Decay::scalar) S[j] *= alpha;
+      if constexpr (Pol::decay == Decay::channel) S[j] *= a[j];
+    }
+  }
+};
+
+// One forward step on this lane's rows, the forward kernel's arithmetic: S ← decay(S); r = v − S^T k;
+// u = β r (additive: u = v); S ← S + k u^T. Returns u; `residual` gets r.
+template <class Pol, int KMAX>
+__device__ __forceinline__ float forward_step(float (&S)[Geo<KMAX>::rows], const TokenOperands<Pol, KMAX>& x, float& residual) {
+  x.decay(S);
+  float u = x.v;
+  residual = u;
+  if constexpr (Pol::delta) {
+    residual = u - delta_rule::column_dot<Geo<KMAX>>(S, x.k);
+    u = x.beta * residual;
+  }
+#pragma unroll
+  for (int j = 0; j < Geo<KMAX>::rows; ++j) S[j] = fmaf(x.k[j], u, S[j]);
+  return u;
+}
+
+// One step of sum_over_columns: lanes differing in bit M of the lane index exchange halves of x[0, 2·HALF)
+// and each keeps the sum of the half its bit selects, in x[0, HALF).
+template <int M, int HALF, int R>
+__device__ __forceinline__ void exchange_halves(float (&x)[R]) {
+  const bool upper = (threadIdx.x & M) != 0;
+#pragma unroll
+  for (int i = 0; i < HALF; ++i) {
+    const float keep = upper ? x[i + HALF] : x[i], send = upper ? x[i] : x[i + HALF];
+    x[i] = keep + __shfl_xor_sync(0xffffffffu, send, M);
+  }
+}
+
+// Sums x over the 4 columns of a warp's row group (lanes differing in bits 0 and 1) and leaves this lane
+// with rows [c·R/4, (c+1)·R/4) of the sums in x[0, R/4), c = lane % 4: a reduce-scatter, 3R/4 shuffles
+// where a full reduction takes 2R. Both lanes of a pair add the same two numbers, so every run gives the
+// same bits.
+template <int R>
+__device__ __forceinline__ void sum_over_columns(float (&x)[R]) {
+  static_assert(R % 4 == 0);
+  exchange_halves<2, R / 2>(x);
+  exchange_halves<1, R / 4>(x);
+}
+
+__device__ __forceinline__ float sum_over_warp_columns(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+template <class Pol, class T, int KMAX>
+__global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p) {
+  using G = Geo<KMAX>;
+  using L = Layout<Pol, KMAX>;
+  constexpr int R = G::rows, C = L::C;
+  extern __shared__ float4 smem_vec[];
+  float* const smem = reinterpret_cast<float*>(smem_vec);
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int group = lane / G::cols_per_warp;
+  const int first_run = group * G::runs_per_lane, row0 = group * R;
+  const int col_in_tile = warp * G::cols_per_warp + lane % G::cols_per_warp;
+  const int K = p.K, V = p.V;
+  const std::int64_t block = blockIdx.x;
+  const int tile = static_cast<int>(block % p.tiles);
+  const int h = static_cast<int>(block / p.tiles % p.H);
+  const std::int64_t n = block / p.tiles / p.H;
+  const int col = tile * G::tile_v + col_in_tile;
+  const bool col_in = col < V;
+  const int rows_in = col_in && K > row0 ? K - row0 : 0;
+  const auto state_column = [&](const auto& s) {  // column col of sequence n's [K,V] state from row row0
+    return s.data == nullptr ? nullptr : s.data + n * s.s0 + h * s.s1 + row0 * s.s2 + col;
+  };
+  float* const d_initial_col = state_column(p.d_initial);
+
+  std::int64_t b, bos, eos;
+  if (!sequence_bounds(p, n, b, bos, eos)) {  // a corrupt cu_seqlens: flag it in dh0, touch nothing else
+    if (d_initial_col != nullptr) delta_rule::store_column<R>(d_initial_col, p.d_initial.s2, rows_in, nullptr);
+    return;
+  }
+  const std::int64_t length = eos - bos;
+  const std::int64_t packed0 = b * p.tokens + bos;  // packed index of the sequence's first token
+  float* const checkpoints =
+      p.checkpoints + ((static_cast<std::int64_t>(h) * p.tiles + tile) * p.slots + packed0 / C + n) * (R * kThreads);
+  const TokenRows<T> dv_rows = delta_rule::rows_of(p.dv, b, h);
+
+  // Forward: the state entering every chunk, to its checkpoint slot.
+  float S[R];
+  delta_rule::load_column<R>(S, state_column(p.initial_state), p.initial_state.s2, rows_in);
+  for (std::int64_t c0 = 0; c0 < length; c0 += C) {
+    const int count = static_cast<int>(length - c0 < C ? length - c0 : C);
+    stage<Pol, T, KMAX>(smem, p, b, h, bos + c0, count, tile);
+    float* const slot = checkpoints + (c0 / C) * (R * kThreads) + threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < R; ++j) slot[j * kThreads] = S[j];
+    for (int t = 0; t < count; ++t) {
+      float residual;
+      forward_step<Pol, KMAX>(S, TokenOperands<Pol, KMAX>(smem, t, first_run, col_in_tile, p.eps), residual);
+    }
+    __syncthreads();  // the next chunk's staging overwrites these inputs
+  }
+
+  // Reverse, chunk by chunk from the last.
+  float dS[R];
+  delta_rule::load_column<R>(dS, state_column(p.d_final), p.d_final.s2, rows_in);
+  const std::int64_t chunks = (length + C - 1) / C;
+  for (std::int64_t c = chunks - 1; c >= 0; --c) {
+    const std::int64_t c0 = c * C;
+    const int count = static_cast<int>(length - c0 < C ? length - c0 : C);
+    stage<Pol, T, KMAX>(smem, p, b, h, bos + c0, count, tile);
+    {  // recompute the chunk's states: S_{t−1} of every token, and its u and r
+      const float* const slot = checkpoints + c * (R * kThreads) + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < R; ++j) S[j] = slot[j * kThreads];
+    }
+    for (int t = 0; t < count; ++t) {
+#pragma unroll
+      for (int j = 0; j < R; ++j) smem[L::states + (t * R + j) * kThreads + threadIdx.x] = S[j];
+      float residual;
+      smem[L::written + t * kThreads + threadIdx.x] =
+          forward_step<Pol, KMAX>(S, TokenOperands<Pol, KMAX>(smem, t, first_run, col_in_tile, p.eps), residual);
+      smem[L::residual + t * kThreads + threadIdx.x] = residual;
+    }
+    for (int t = count - 1; t >= 0; --t) {
+      const TokenOperands<Pol, KMAX> x(smem, t, first_run, col_in_tile, p.eps);
+      float q[R], decayed[R], dq[R], dk[R];
+      delta_rule::load_rows<G>(q, smem + L::q + t * G::key_pitch, first_run);
+#pragma unroll
+      for (int j = 0; j < R; ++j) decayed[j] = smem[L::states + (t * R + j) * kThreads + threadIdx.x];
+      x.decay(decayed);  // S̃
+      const float u = smem[L::written + t * kThreads + threadIdx.x];
+      const float d_o = smem[L::d_o + t * G::tile_v + col_in_tile];
+#pragma unroll
+      for (int j = 0; j < R; ++j) {
+        dq[j] = fmaf(x.k[j], u, decayed[j]) * d_o;  // S_t do, this column's term
+        dS[j] = fmaf(q[j], d_o, dS[j]);
+      }
+      float dv, d_step = 0.f;
+      if constexpr (Pol::delta) {
+        const float du = delta_rule::column_dot<G>(dS, x.k), scaled = x.beta * du;
+        dv = scaled;
+        d_step = du * smem[L::residual + t * kThreads + threadIdx.x];
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+          dk[j] = fmaf(dS[j], u, -decayed[j] * scaled);
+          dS[j] = fmaf(-x.k[j], scaled, dS[j]);
+        }
+      } else {
+        dv = delta_rule::column_dot<G>(dS, x.k);
+#pragma unroll
+        for (int j = 0; j < R; ++j) dk[j] = dS[j] * x.v;
+      }
+      if (group == 0 && col_in) dv_rows(bos + c0 + t, col) = from_float<T>(dv);
+      float d_decay = 0.f, dgk[Pol::decay == Decay::channel ? R : 1];
+      if constexpr (Pol::decay == Decay::scalar) {
+        d_decay = delta_rule::column_dot<G>(decayed, dS);
+#pragma unroll
+        for (int j = 0; j < R; ++j) dS[j] *= x.alpha;
+      } else if constexpr (Pol::decay == Decay::channel) {
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+          dgk[j] = decayed[j] * dS[j];
+          dS[j] *= x.a[j];
+        }
+      }
+      // Sums over this warp's columns, to shared memory per warp.
+      float* const row_sums = smem + L::row_sums + (t * kWarps + warp) * KMAX + row0 + (lane % G::cols_per_warp) * (R / 4);
+      constexpr int quantity_stride = C * kWarps * KMAX;
+      sum_over_columns<R>(dq);
+      sum_over_columns<R>(dk);
+#pragma unroll
+      for (int i = 0; i < R / 4; ++i) {
+        row_sums[i] = dq[i];
+        row_sums[quantity_stride + i] = dk[i];
+      }
+      if constexpr (Pol::decay == Decay::channel) {
+        sum_over_columns<R>(dgk);
+#pragma unroll
+        for (int i = 0; i < R / 4; ++i) row_sums[2 * quantity_stride + i] = dgk[i];
+      }
+      // column_dot leaves every row group of a column with the same value: row group 0's lanes add them.
+      float* const scalar_sums = smem + L::scalar_sums + t * kWarps + warp;
+      if constexpr (Pol::delta) {
+        const float s = sum_over_warp_columns(d_step);
+        if (lane == 0) scalar_sums[kStepSlot * C * kWarps] = s;
+      }
+      if constexpr (Pol::decay == Decay::scalar) {
+        const float s = sum_over_warp_columns(d_decay);
+        if (lane == 0) scalar_sums[kDecaySlot<Pol> * C * kWarps] = s;
+      }
+    }
+    __syncthreads();
+    // The chunk's sums over the tile's warps, to the tile's partials.
+    const std::int64_t packed_chunk = packed0 + c0, packed_tokens = packed_token_count(p);
+    for (int e = threadIdx.x; e < kRowQuantities<Pol> * count * K; e += kThreads) {
+      const int quantity = e / (count * K), t = e / K % count, r = e % K;
+      const float* const w = smem + L::row_sums + ((quantity * C + t) * kWarps) * KMAX + r;
+      const float sum = ((w[0] + w[KMAX]) + (w[2 * KMAX] + w[3 * KMAX]));
+      p.rows[(((quantity * static_cast<std::int64_t>(p.tiles) + tile) * packed_tokens + packed_chunk + t) * p.H + h) * K + r] = sum;
+    }
+    for (int e = threadIdx.x; e < kScalarQuantities<Pol> * count; e += kThreads) {
+      const int quantity = e / count, t = e % count;
+      const float* const w = smem + L::scalar_sums + (quantity * C + t) * kWarps;
+      p.scalars[((quantity * static_cast<std::int64_t>(p.tiles) + tile) * packed_tokens + packed_chunk + t) * p.H + h] =
+          (w[0] + w[1]) + (w[2] + w[3]);
+    }
+    __syncthreads();  // the next chunk's staging overwrites this one's shared memory
+  }
+  if (d_initial_col != nullptr) delta_rule::store_column<R>(d_initial_col, p.d_initial.s2, rows_in, dS);
+}
+
+// One block per (packed token, query/key head), K threads (at most 256): dβ (dη) and dg of the group's
+// value heads and dgk, dq, dk summed over tiles then over the group in a fixed order, converted to the
+// gradients' dtype. Tokens past the last cu_seqlens offset belong to no sequence: every gradient there is
+// written as zero.
+template <class Pol, class T>
+__global__ void finalize_gradients(const Params<T> p) {
+  extern __shared__ float key_norm_gain[];  // per value head of the group: KLA's −2β dβ/(‖k‖² + ε)
+  const std::int64_t packed_tokens = packed_token_count(p);
+  const int Hq = p.H / p.group;
+  const std::int64_t packed = blockIdx.x / Hq;
+  const int hq = static_cast<int>(blockIdx.x % Hq);
+  const std::int64_t b = p.cu_seqlens != nullptr ? 0 : packed / p.tokens, t = p.cu_seqlens != nullptr ? packed : packed % p.tokens;
+  bool tail = false;
+  if (p.cu_seqlens != nullptr) {
+    const std::int64_t last = p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[p.sequences]
+                                                 : static_cast<const std::int32_t*>(p.cu_seqlens)[p.sequences];
+    tail = t >= last;
+  }
+  const auto scalar_sum = [&](int quantity, int h) {
+    float s = 0.f;
+    for (int tile = 0; tile < p.tiles; ++tile)
+      s += p.scalars[((quantity * static_cast<std::int64_t>(p.tiles) + tile) * packed_tokens + packed) * p.H + h];
+    return tail ? 0.f : s;
+  };
+  const auto row_sum = [&](int quantity, int h, int r) {
+    float s = 0.f;
+    for (int tile = 0; tile < p.tiles; ++tile)
+      s += p.rows[(((quantity * static_cast<std::int64_t>(p.tiles) + tile) * packed_tokens + packed) * p.H + h) * p.K + r];
+    return tail ? 0.f : s;
+  };
+  const TokenRows<const T> k = delta_rule::rows_of(p.k, b, hq);
+  if (threadIdx.x < p.group) {
+    const int h = hq * p.group + static_cast<int>(threadIdx.x);
+    float gain = 0.f;
+    if constexpr (Pol::delta) {
+      float d_step = scalar_sum(kStepSlot, h);
+      if constexpr (Pol::write == Write::delta_key_normalised) {
+        float norm = 0.f;
+        for (int r = 0; r < p.K; ++r) {
+          const float x = to_float(k(t, r));
+          norm = fmaf(x, x, norm);
+        }
+        const float beta = to_float(delta_rule::rows_of(p.step, b, h)(t)) / (norm + p.eps);
+        gain = -2.f * beta * d_step / (norm + p.eps);
+        d_step = d_step / (norm + p.eps);  // dη
+      }
+      delta_rule::rows_of(p.dstep, b, h)(t) = from_float<T>(d_step);
+    }
+    if constexpr (Pol::decay == Decay::scalar) delta_rule::rows_of(p.dgate, b, h)(t) = from_float<T>(scalar_sum(kDecaySlot<Pol>, h));
+    key_norm_gain[threadIdx.x] = tail ? 0.f : gain;
+  }
+  __syncthreads();
+  const int r = static_cast<int>(threadIdx.x);
+  if (r < p.K) {
+    float dq = 0.f, dk = 0.f, gain = 0.f;
+    for (int j = 0; j < p.group; ++j) {
+      const int h = hq * p.group + j;
+      dq += row_sum(0, h, r);
+      dk += row_sum(1, h, r);
+      gain += key_norm_gain[j];
+      if constexpr (Pol::decay == Decay::channel) delta_rule::rows_of(p.dgate, b, h)(t, r) = from_float<T>(row_sum(2, h, r));
+    }
+    if constexpr (Pol::write == Write::delta_key_normalised) dk = fmaf(gain, to_float(k(t, r)), dk);
+    delta_rule::rows_of(p.dq, b, hq)(t, r) = from_float<T>(p.scale * dq);
+    delta_rule::rows_of(p.dk, b, hq)(t, r) = from_float<T>(dk);
+  }
+  if (tail)  // dv is written by the recurrence for tokens of a sequence only
+    for (int j = 0; j < p.group; ++j)
+      for (int c = static_cast<int>(threadIdx.x); c < p.V; c += blockDim.x)
+        delta_rule::rows_of(p.dv, b, hq * p.group + j)(t, c) = from_float<T>(0.f);
+}
+
+}  // namespace larc::gpu::detail::delta_rule_backward

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The backward kernels' speed table (tools/h200/kernels_run.sh backward): each fused recurrent backward
+kernel beside its own forward kernel (target: within 3x) and, for GDN and DeltaNet, beside FLA's
+chunk_delta_rule backward; GLA's beside FLA's chunk_gla backward. Reads gpu_kernels_bench's JSON
+(medians) and bench_peers.py --backward-only's JSON; writes bench.md and bench.json."""
+import argparse
+import json
+import re
+
+from bench_report import medians
+
+TARGET_OWN_FORWARD = 3.0  # a fused recurrent backward within 3x its own forward's time
+PEER = {"gdn": "fla-chunk-delta-rule", "deltanet": "fla-chunk-delta-rule", "gla": "fla-chunk-gla"}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernels", required=True)
+    ap.add_argument("--peers", required=True)
+    ap.add_argument("--tree-hash", default="unknown")
+    ap.add_argument("--markdown", required=True)
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    ours = medians(json.load(open(args.kernels)))
+    peers = json.load(open(args.peers))
+    peer_ms = {(r["peer"], r["kind"], r["T"]): r["ms"] for r in peers.get("rows", [])}
+    rows = []
+    for name, b in sorted(ours.items()):
+        m = re.match(r"^([a-z]+)-fused-recurrent-backward/prefill/T=(\d+)$", name)
+        if not m:
+            continue
+        family, T = m.group(1), int(m.group(2))
+        forward = ours.get(f"{family}-fused-recurrent/prefill/T={T}")
+        row = {"kernel": f"{family}-fused-recurrent-backward", "T": T, "ms": b["ms"],
+               "forward_ms": forward["ms"] if forward else None}
+        row["x_own_forward"] = row["ms"] / row["forward_ms"] if row["forward_ms"] else None
+        peer = PEER.get(family)
+        if peer and (peer, "backward", T) in peer_ms:
+            row["peer"] = peer
+            row["peer_backward_ms"] = peer_ms[(peer, "backward", T)]
+            row["peer_forward_backward_ms"] = peer_ms.get((peer, "forward+backward", T))
+            row["x_peer_backward"] = row["ms"] / row["peer_backward_ms"]
+        rows.append(row)
+    result = {"tree_hash": args.tree_hash, "device": peers.get("device"), "fla": peers.get("fla"), "rows": rows,
+              "peer_rows": peers.get("rows", []), "peer_errors": {k: v for k, v in peers.items() if k.endswith("error")}}
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=2)
+
+    def fmt(x, digits=3):
+        return "—" if x is None else f"{x:.{digits}g}"
+
+    lines = ["# Backward kernels on the H200: speed", "",
+             f"Source tree (reference/ + gpu/): `{args.tree_hash}`; {peers.get('device')}, FLA {peers.get('fla')}. "
+             "B = 1, H = 16, K = V = 128, bf16, do only (no dht, no initial state); medians of CUDA-event timings "
+             "over rotated input copies (gpu_kernels_bench) and of triton.testing.do_bench (FLA, backward alone "
+             "through torch.autograd.grad on a recorded forward). Target: each fused recurrent backward within "
+             f"{TARGET_OWN_FORWARD:g}x its own forward.", "",
+             "| kernel | T | backward ms | own forward ms | × own forward | FLA peer | peer backward ms | × peer |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| `{r['kernel']}` | {r['T']} | {fmt(r['ms'])} | {fmt(r['forward_ms'])} | "
+                     f"{fmt(r['x_own_forward'])} | {r.get('peer', '—')} | {fmt(r.get('peer_backward_ms'))} | "
+                     f"{fmt(r.get('x_peer_backward'))} |")
+    if peers.get("rows"):
+        lines += ["", "FLA (ms):", "", "| peer | kind | T | ms |", "|---|---|---|---|"]
+        lines += [f"| {r['peer']} | {r['kind']} | {r['T']} | {r['ms']:.3f} |" for r in peers["rows"]]
+    for k, v in result["peer_errors"].items():
+        lines += ["", f"{k}: `{v}`"]
+    open(args.markdown, "w").write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
