@@ -151,7 +151,7 @@ TEST_P(GpuKernelsWithInitialState, SplitSequenceWithCarriedStateEqualsOneLaunch)
 TEST_P(GpuBackwardKernels, SplitSequenceWithCarriedStateGradientEqualsOneLaunch) {
   std::string forward_name = g.kernel->name;
   forward_name.erase(forward_name.find("-backward"), std::string("-backward").size());
-  const larc::gpu::Kernel* forward_kernel = larc::gpu::find_kernel(forward_name, g.mechanism->parameters.at("forward"));
+  const larc::gpu::Kernel* forward_kernel = larc::gpu::find_kernel(forward_name, g.mechanism->parameters.at("forward").get<std::string>());
   ASSERT_NE(forward_kernel, nullptr) << g.kernel->name << ": no forward kernel " << forward_name;
   const GpuSubject forward = *gpu_subject(*forward_kernel);
   const Shape full = shape_for(*g.kernel, 2, 100, 2, 32);
