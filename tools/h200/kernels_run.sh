@@ -15,7 +15,8 @@
 #   tools/h200/kernels_run.sh regimes # the gate's edge regimes (heavy tails, orthonormal keys, g = 0 and −∞, β up to 2)
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 #   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
-#   tools/h200/kernels_run.sh backward  # the backward kernels: GPU tests, gradient gate, sanitizers, speed beside FLA's
+#   tools/h200/kernels_run.sh backward  # the backward kernels: GPU tests, the gradient gate, compute-sanitizer
+#   tools/h200/kernels_run.sh backward-bench  # the backward kernels' speed beside their forwards and FLA's backward
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
 mode=${1:-check}
@@ -265,9 +266,9 @@ backward)
   # backward") under the gradient gate (docs/gate.md "Gradient cases"): their GPU tests, compute-sanitizer,
   # the gate's grid T ∈ {1, 63, 64, 65} × D ∈ {64, 128, 96} in every dtype with both cotangents, do only,
   # dht only and a random initial state, T = 1000 with one, grouped value heads (HV = 4H) and random
-  # cases; then their speed beside their forward kernels and FLA's delta-rule and GLA backward.
+  # cases.
   subject_args=(); for s in $(gpu_subjects | grep -- '-backward'); do subject_args+=(--subject "$s"); done
-  GTEST_FILTER='*backward*' run_tests > "$out/tests.txt" 2>&1 &
+  (export GTEST_FILTER='*backward*'; run_tests) > "$out/tests.txt" 2>&1 &
   for tool in memcheck racecheck initcheck synccheck; do
     timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
       $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 --knob initial_state=2 \
@@ -297,12 +298,16 @@ backward)
     done
   } > "$out/sanitizers.md"
   cat "$out/sanitizers.md"
+  ;;
+backward-bench)
+  # The backward kernels' speed beside their forward kernels and FLA's delta-rule and GLA backward (whose
+  # first calls autotune for minutes: a device call of its own).
   LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench --benchmark_filter='^(la|deltanet|gdn|kla|gla)-fused-recurrent(-backward)?/prefill' \
     --benchmark_repetitions=3 --benchmark_min_time=0.1 --benchmark_report_aggregates_only=true --benchmark_format=json \
     --benchmark_out="$out/bench_kernels.json" > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
   install_fla
-  PYTHONPATH=/tmp/site timeout 200 python3 tools/h200/bench_peers.py --backward-only --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
+  PYTHONPATH=/tmp/site timeout 400 python3 tools/h200/bench_peers.py --backward-only --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
   echo "peers: exit $?"; tail -8 "$out/bench_peers.txt"
   python3 tools/h200/bench_backward.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
     --tree-hash "$LARC_TREE_HASH" --markdown "$out/bench.md" --json "$out/bench.json"
