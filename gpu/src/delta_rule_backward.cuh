@@ -386,8 +386,8 @@ __global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p
 
 // One block per (packed token, query/key head), K threads (at most 256): dβ (dη) and dg of the group's
 // value heads and dgk, dq, dk summed over tiles then over the group in a fixed order, converted to the
-// gradients' dtype. Tokens past the last cu_seqlens offset belong to no sequence: every gradient there is
-// written as zero.
+// gradients' dtype. Tokens before the first cu_seqlens offset or from the last on belong to no sequence:
+// every gradient there is written as zero.
 template <class Pol, class T>
 __global__ void finalize_gradients(const Params<T> p) {
   extern __shared__ float key_norm_gain[];  // per value head of the group: KLA's −2β dβ/(‖k‖² + ε)
@@ -396,11 +396,13 @@ __global__ void finalize_gradients(const Params<T> p) {
   const std::int64_t packed = blockIdx.x / Hq;
   const int hq = static_cast<int>(blockIdx.x % Hq);
   const std::int64_t b = p.cu_seqlens != nullptr ? 0 : packed / p.tokens, t = p.cu_seqlens != nullptr ? packed : packed % p.tokens;
-  bool tail = false;
+  bool tail = false;  // outside every sequence: before the first offset or from the last on
   if (p.cu_seqlens != nullptr) {
-    const std::int64_t last = p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[p.sequences]
-                                                 : static_cast<const std::int32_t*>(p.cu_seqlens)[p.sequences];
-    tail = t >= last;
+    const auto offset = [&](std::int64_t i) -> std::int64_t {
+      return p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
+                                : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
+    };
+    tail = t < offset(0) || t >= offset(p.sequences);
   }
   const auto scalar_sum = [&](int quantity, int h) {
     float s = 0.f;

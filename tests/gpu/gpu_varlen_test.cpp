@@ -4,13 +4,15 @@
 // sequence alone, bitwise (outputs and final states, from random initial states); a corrupt
 // cu_seqlens (decreasing, past T, negative) gives NaN final states for exactly those sequences,
 // leaves their outputs unwritten and raises no CUDA error. Without a device those tests skip; the
-// varlen validation (B = 1, cu_seqlens dtype and length, N-shaped states) needs none and runs in CI.
+// varlen validation (B = 1, cu_seqlens dtype and length, N-shaped states) needs none and runs in CI. The
+// backward varlen kernels: packed gradients equal each sequence's alone, zero gradients on a padded tail.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -181,25 +183,32 @@ Outputs run_varlen(const VarlenKernel& vk, const Packed& packed, DType cu_dtype,
   return out;
 }
 
-// The non-varlen kernel on tokens [bos, eos) of `packed` from initial state n alone.
-Outputs run_alone(const VarlenKernel& vk, const Packed& packed, std::int64_t n, std::int64_t bos, std::int64_t eos) {
-  const std::int64_t L = eos - bos;
-  Outputs out{DeviceTensor(packed.dtype, {1, L, packed.H, packed.V}),
-              DeviceTensor(DType::fp32, {1, packed.H, packed.K, packed.V})};
+// The inputs of sequence n alone, tokens [bos, eos) of `packed`: its per-sequence states (initial_state,
+// dht) and its rows of every [1, T, ...] tensor.
+LaunchArgs sequence_inputs(const Packed& packed, std::int64_t n, std::int64_t bos, std::int64_t eos) {
   LaunchArgs args;
   for (const auto& [name, view] : packed.args.inputs) {
     const DeviceTensor& t = packed.input(name);
-    if (name == "initial_state") {
+    if (name == "initial_state" || name == "dht") {
       args.inputs[name] = t.rows(n, {1, packed.H, packed.K, packed.V});
     } else {
       Shape shape = view.shape;
-      shape[1] = L;
+      shape[1] = eos - bos;
       TensorView v = t.rows(0, shape);  // [1, T, ...]: offset along T by bos rows of H·D elements
       v.data = static_cast<unsigned char*>(v.data) +
                bos * numel(Shape(view.shape.begin() + 2, view.shape.end())) * larc::gpu::dtype_bytes(view.dtype);
       args.inputs[name] = v;
     }
   }
+  return args;
+}
+
+// The non-varlen kernel on tokens [bos, eos) of `packed` from initial state n alone.
+Outputs run_alone(const VarlenKernel& vk, const Packed& packed, std::int64_t n, std::int64_t bos, std::int64_t eos) {
+  const std::int64_t L = eos - bos;
+  Outputs out{DeviceTensor(packed.dtype, {1, L, packed.H, packed.V}),
+              DeviceTensor(DType::fp32, {1, packed.H, packed.K, packed.V})};
+  LaunchArgs args = sequence_inputs(packed, n, bos, eos);
   args.outputs["o"] = out.o.view;
   args.outputs["final_state"] = out.final_state.view;
   require(kernel(vk.single, vk.mechanism).launch(args));
@@ -302,6 +311,67 @@ TEST(GpuVarlen, CorruptOffsetsGiveNaNFinalStatesAndNoError) {
       EXPECT_TRUE(all_bytes_ff(o.data() + 30 * token_bytes, (T - 30) * token_bytes + kGuardBytes))
           << "outputs past the valid sequence (or the guard) were written";
       EXPECT_TRUE(all_bytes_ff(states.data() + N * state_bytes, kGuardBytes)) << "final_state's guard was written";
+    }
+  }
+}
+
+// The backward varlen kernels (the gradient twins' subjects): packed sequences of lengths {0, 1, 63, 64, 65,
+// 37} and then a padded tail of 5 tokens outside every sequence, from random initial states, do and dht:
+// every gradient of a sequence and its dh0 equal the non-varlen backward kernel's on that sequence alone,
+// bitwise, and the tail's gradients are zero.
+TEST(GpuVarlen, BackwardOfPackedSequencesWithAPaddedTailEqualsEachSequenceAlone) {
+  SKIP_WITHOUT_DEVICE();
+  struct Gradient {
+    std::string name;
+    std::int64_t width;  // elements a token and head
+  };
+  const std::vector<std::int64_t> lengths = {0, 1, 63, 64, 65, 37};
+  std::vector<std::int64_t> cu = {0};
+  for (std::int64_t L : lengths) cu.push_back(cu.back() + L);
+  const std::int64_t tail = 5, T = cu.back() + tail, N = static_cast<std::int64_t>(lengths.size()), H = 2, K = 48, V = 40;
+  const VarlenKernel kernels[] = {{"gdn-fused-recurrent-backward-varlen", "gdn-fused-recurrent-backward", "gdn-backward", "beta"},
+                                  {"kla-fused-recurrent-backward-varlen", "kla-fused-recurrent-backward", "kla-backward", "eta"}};
+  std::uint64_t seed = 200;
+  for (const VarlenKernel& vk : kernels) {
+    SCOPED_TRACE(vk.varlen);
+    Packed packed(vk, DType::fp32, T, N, H, K, V, seed++);
+    std::mt19937_64 rng(seed++);
+    packed.owned.emplace_back(DType::fp32, Shape{1, T, H, V}, encode(DType::fp32, uniform(rng, T * H * V, -1, 1)));
+    packed.args.inputs["do"] = packed.owned.back().view;
+    packed.owned.emplace_back(DType::fp32, Shape{N, H, K, V}, encode(DType::fp32, uniform(rng, N * H * K * V, -1, 1)));
+    packed.args.inputs["dht"] = packed.owned.back().view;
+    const std::vector<Gradient> gradients = {{"dq", H * K}, {"dk", H * K}, {"dv", H * V}, {"dg", H}, {std::string("d") + vk.step, H}};
+    auto launch = [&](const char* name, LaunchArgs args, std::int64_t tokens, std::int64_t sequences) {
+      std::map<std::string, DeviceTensor> out;
+      for (const Gradient& g : gradients) {
+        const Shape shape = g.width == H ? Shape{1, tokens, H} : Shape{1, tokens, H, g.width / H};
+        args.outputs[g.name] = out.emplace(g.name, DeviceTensor(DType::fp32, shape)).first->second.view;
+      }
+      args.outputs["dh0"] = out.emplace("dh0", DeviceTensor(DType::fp32, {sequences, H, K, V})).first->second.view;
+      require(kernel(name, vk.mechanism).launch(args));
+      require(larc::gpu::synchronize());
+      std::map<std::string, std::vector<unsigned char>> bytes;
+      for (const auto& [g, t] : out) bytes[g] = t.bytes();
+      return bytes;
+    };
+    const DeviceTensor offsets(DType::i64, {N + 1}, offsets_bytes(DType::i64, cu));
+    LaunchArgs packed_args = packed.args;
+    packed_args.inputs["cu_seqlens"] = offsets.view;
+    const auto together = launch(vk.varlen, packed_args, T, N);
+    const std::size_t state_bytes = static_cast<std::size_t>(H * K * V) * 4;
+    for (std::int64_t n = 0; n < N; ++n) {
+      const auto alone = launch(vk.single, sequence_inputs(packed, n, cu[n], cu[n + 1]), lengths[n], 1);
+      for (const Gradient& g : gradients)
+        EXPECT_EQ(std::memcmp(together.at(g.name).data() + cu[n] * g.width * 4, alone.at(g.name).data(), lengths[n] * g.width * 4), 0)
+            << g.name << " of sequence " << n << " (length " << lengths[n] << ")";
+      EXPECT_EQ(std::memcmp(together.at("dh0").data() + n * state_bytes, alone.at("dh0").data(), state_bytes), 0)
+          << "dh0 of sequence " << n << " (length " << lengths[n] << ")";
+    }
+    for (const Gradient& g : gradients) {
+      const std::vector<unsigned char> zeros(static_cast<std::size_t>(tail * g.width * 4), 0);
+      EXPECT_EQ(std::memcmp(together.at(g.name).data() + cu[N] * g.width * 4, zeros.data(), zeros.size()), 0)
+          << g.name << " past the last offset is not zero";
+      EXPECT_TRUE(all_bytes_ff(together.at(g.name).data() + T * g.width * 4, kGuardBytes)) << g.name << "'s guard was written";
     }
   }
 }
