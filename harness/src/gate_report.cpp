@@ -56,6 +56,7 @@ nlohmann::json judgement_json(const Judgement& j) {
           {"window_violations", j.window_violations},
           {"oracle_margin", finite_or_null(j.oracle_margin)},
           {"oracle_certified", j.oracle_certified}};
+  if (!j.baseline_errors.empty()) out["baseline_errors"] = j.baseline_errors;
   if (j.profile_ratio >= 0) {
     out["profile_ratio"] = j.profile_ratio;
     out["profile_growth"] = j.profile_growth;

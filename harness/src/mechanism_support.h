@@ -194,6 +194,22 @@ Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradie
   return m;
 }
 
+// A gradient twin whose baselines add the decays' gradient as a chunked backward kernel computes it
+// (reference/chunk_local_decay_gradient.h; docs/gate.md "Gradient cases"): its chunked form is
+// chunk_local_at(in, chunk) in scalar S, its serial form gradients_at's.
+template <class GradientsAt, class ChunkLocalAt>
+Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at,
+                        ChunkLocalAt chunk_local_at) {
+  Mechanism m = gradient_twin_shell(forward, std::move(gradients));
+  m.forms = {ref::Form::serial, ref::Form::chunked};
+  m.compute = [gradients_at, chunk_local_at](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+    return at_precision(p, [&]<class S>() {
+      return form == ref::Form::chunked ? chunk_local_at.template operator()<S>(in, chunk) : gradients_at.template operator()<S>(in);
+    });
+  };
+  return m;
+}
+
 // Registration functions, one per reference family; mechanisms() calls each once.
 void register_delta_rule_mechanisms(std::vector<Mechanism>& out);
 void register_linear_attention_mechanisms(std::vector<Mechanism>& out);

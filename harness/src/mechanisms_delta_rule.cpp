@@ -7,7 +7,9 @@
 // head j reads q and k of head j / (HV/H), which the reference gets as q and k repeated to HV heads
 // (and dq, dk as the sums over each group).
 #include <cmath>
+#include <optional>
 
+#include "larc/reference/chunk_local_decay_gradient.h"
 #include "larc/reference/delta_rule_backward.h"
 #include "mechanism_support.h"
 
@@ -193,26 +195,45 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
   out.push_back(deltanet_m);
   out.push_back(kla_m);
   // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
-  out.push_back(gradient_twin(gdn_m, delta_rule_gradients(true, "beta"), []<class S>(const ValueMap& in) {
+  // GDN's and KLA's gradients in scalar S: the backward verb's, or (chunked) with dg in the chunk-local
+  // identity form from the forward's outputs.
+  const auto gdn_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
     const auto [q, k] = grouped_qk<S>(in);
-    return gradient_values(dr::gdn_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                                       cast_tensor<S>(in.at("beta")), cotangents_in<S>(in), scale_in<S>(in),
-                                                       initial_state_in<S>(in)),
-                           "beta", head_group(in));
-  }));
+    const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
+    const auto cot = cotangents_in<S>(in);
+    auto grads = dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in));
+    if (chunk_local) {
+      const auto f = dr::gdn_batched<S>(q, k, v, g, beta, scale_in<S>(in), initial_state_in<S>(in));
+      grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk_local);
+    }
+    return gradient_values(grads, "beta", head_group(in));
+  };
+  out.push_back(gradient_twin(
+      gdn_m, delta_rule_gradients(true, "beta"),
+      [=]<class S>(const ValueMap& in) { return gdn_gradients.template operator()<S>(in, std::nullopt); },
+      [=]<class S>(const ValueMap& in, std::int64_t chunk) { return gdn_gradients.template operator()<S>(in, chunk); }));
   out.push_back(gradient_twin(deltanet_m, delta_rule_gradients(false, "beta"), []<class S>(const ValueMap& in) {
     const auto [q, k] = grouped_qk<S>(in);
     return gradient_values(dr::deltanet_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
                                                             cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in)),
                            "beta", head_group(in));
   }));
-  out.push_back(gradient_twin(kla_m, delta_rule_gradients(true, "eta"), []<class S>(const ValueMap& in) {
+  const auto kla_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
     const auto [q, k] = grouped_qk<S>(in);
-    return gradient_values(dr::kla_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                                       cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps),
-                                                       cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in)),
-                           "eta", head_group(in));
-  }));
+    const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), eta = cast_tensor<S>(in.at("eta"));
+    const auto cot = cotangents_in<S>(in);
+    const S eps = ref::from_double<S>(kKlaEps);
+    auto grads = dr::kla_backward_batched<S>(q, k, v, g, eta, eps, cot, scale_in<S>(in), initial_state_in<S>(in));
+    if (chunk_local) {
+      const auto f = dr::kla_batched<S>(q, k, v, g, eta, eps, scale_in<S>(in), initial_state_in<S>(in));
+      grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk_local);
+    }
+    return gradient_values(grads, "eta", head_group(in));
+  };
+  out.push_back(gradient_twin(
+      kla_m, delta_rule_gradients(true, "eta"),
+      [=]<class S>(const ValueMap& in) { return kla_gradients.template operator()<S>(in, std::nullopt); },
+      [=]<class S>(const ValueMap& in, std::int64_t chunk) { return kla_gradients.template operator()<S>(in, chunk); }));
 }
 
 }  // namespace larc::harness::detail

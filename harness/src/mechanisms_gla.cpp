@@ -2,6 +2,9 @@
 // q, k [B,T,H,K], v [B,T,H,V], gk [B,T,H,K] per-channel log-decays (≤ 0), scale K^{-1/2} (or the
 // case's: the scale_factor knob), an optional initial state [B,H,K,V] in float32 (the initial_state
 // knob); outputs o [B,T,H,V] and the final state [B,H,K,V] in float32.
+#include <optional>
+
+#include "larc/reference/chunk_local_decay_gradient.h"
 #include "larc/reference/gla_backward.h"
 #include "mechanism_support.h"
 
@@ -45,17 +48,25 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
   set_compute(m, outputs);
   out.push_back(std::move(m));
   // The gradient twin (docs/gate.md "Gradient cases"), through the reference's backward verb.
+  // The gradients in scalar S: the backward verb's, or (chunked) with dgk in the chunk-local identity form.
+  const auto gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
+    const auto q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v")),
+               gk = cast_tensor<S>(in.at("gk"));
+    const auto cot = cotangents_in<S>(in);
+    auto g = ref::gla::gla_backward_batched<S>(q, k, v, gk, cot, scale_in<S>(in), initial_state_in<S>(in));
+    if (chunk_local) {
+      const auto f = ref::gla::gla_batched<S>(q, k, v, gk, scale_in<S>(in), initial_state_in<S>(in));
+      g.dgk = ref::chunk_local_channel_decay_gradient(q, g.dq, k, g.dk, g.dgk, f.final_state, cot, *chunk_local);
+    }
+    return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
+                    {"dgk", to_double_tensor(g.dgk)}, {"dh0", to_double_tensor(g.d_initial_state)}};
+  };
   out.push_back(gradient_twin(
       out.back(),
       {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k"), gradient_spec("dv", "BTHV", "∂L/∂v"),
        gradient_spec("dgk", "BTHK", "∂L/∂gk (per-channel log-decays)"), initial_state_gradient_spec()},
-      []<class S>(const ValueMap& in) {
-        const auto g = ref::gla::gla_backward_batched<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                         cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("gk")),
-                                                         cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in));
-        return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
-                        {"dgk", to_double_tensor(g.dgk)}, {"dh0", to_double_tensor(g.d_initial_state)}};
-      }));
+      [=]<class S>(const ValueMap& in) { return gradients.template operator()<S>(in, std::nullopt); },
+      [=]<class S>(const ValueMap& in, std::int64_t chunk) { return gradients.template operator()<S>(in, chunk); }));
 }
 
 }  // namespace larc::harness::detail

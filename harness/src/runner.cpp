@@ -57,9 +57,11 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
   const Mechanism& m = find_mechanism(p.spec.mechanism);
   grades.validate(m);
   std::vector<ValueMap> baselines;  // the reference's float forms (tolerance.h: the baseline's level)
+  std::vector<std::string_view> baseline_forms;
   for (ref::Form form : m.forms) {
     if (form == ref::Form::materialized) continue;
     baselines.push_back(baseline_values(m, p, [&](TensorMap& out) { detail::run_reference_in_float(m, form, p.inputs, out); }));
+    baseline_forms.push_back(ref::form_name(form));
   }
   std::vector<std::pair<Grade, ValueMap>> io_baselines;  // one per relaxed grade of the dtype
   if (m.compute_io)
@@ -88,6 +90,13 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       if (e != estimate.end()) out.oracle_error = e->second;
       std::map<Grade, Judgement> at;  // ordered strictest first (Grade's order)
       at.emplace(Grade::fp32, judge(out, cfg));
+      std::map<std::string, double, std::less<>> baseline_errors;
+      if (baselines.size() > 1)
+        for (std::size_t i = 0; i < baselines.size(); ++i) {
+          OutputUnderTest one = out;
+          one.baselines = {out.baselines[i]};
+          baseline_errors[std::string(baseline_forms[i])] = judge(one, cfg).baseline_rel_err;
+        }
       const std::size_t fp32_baselines = out.baselines.size();
       for (const auto& [g, io] : io_baselines) {
         out.baselines.resize(fp32_baselines);
@@ -97,6 +106,7 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       const Grade declared = grades.of(spec.name);
       Judgement j = at.at(effective_grade(declared, p.spec.dtype));
       j.grade_declared = grade_name(declared);
+      j.baseline_errors = std::move(baseline_errors);
       j.grade_met = "none";
       for (const auto& [g, jg] : at) {
         j.grades[std::string(grade_name(g))] = {jg.pass, jg.worst_ratio, jg.baseline_rel_err};

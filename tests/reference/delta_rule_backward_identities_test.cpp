@@ -6,6 +6,7 @@
 //   I2  k_t·dk_t − 2 β_t dβ_t + v_t·dv_t = 0                  ((k_t, β_t, v_t) → (c k_t, β_t/c², c v_t))
 //   I3  α_t dα_t = Σ_{s≥t} (o_s·do_s − v_s·dv_s) + ⟨S_T, dht⟩  ((α_t, v_{s≥t}) → (c α_t, c v_{s≥t}))
 //   I4  Σ_t v_t·dv_t + ⟨S_0, dS_0⟩ = L                        (L is linear in (v, S_0))
+//   I3 also chunk by chunk: within each chunk, seeded by the direct dg at the next chunk's first token;
 //   I6  dS_0 does not depend on S_0;  I7  S_0 = 0 ⇒ dα_0 = 0, and β_t = 0 ⇒ dv_t = dk_t = 0.
 //
 // Reproducing: rerun with RC_PARAMS="reproduce=..." as RapidCheck prints it; the case is also
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "backward_identity_cases.h"
+#include "larc/reference/chunk_local_decay_gradient.h"
 #include "delta_rule_backward_check.h"
 
 namespace {
@@ -75,6 +77,19 @@ RC_GTEST_PROP(DeltaRuleBackwardIdentities, I3LogDecayGradientIsASuffixSum, ()) {
     suffix += output_term(e, t) - rational(e.p.v.row(t).dot(e.g.dv.row(t)));
     RC_ASSERT(dg(t) == suffix);
   }
+}
+
+// I3 chunk by chunk, as chunk kernels compute dg (reference/chunk_local_decay_gradient.h): the suffix sum
+// within each chunk, seeded by the direct gradient at the next chunk's first token, is the direct dg.
+RC_GTEST_PROP(DeltaRuleBackwardIdentities, I3ChunkLocalFormEqualsTheDirectForm, ()) {
+  const Evaluated e = evaluate(gen_identity_case("GDN"));
+  const Eigen::Index chunk = *rc::gen::inRange(1, 9);
+  const Vec<rational> dg = dr::log_decay_gradient(e.p.alpha, e.g.dalpha);
+  Mat<rational> terms(e.p.T(), 1);
+  for (Eigen::Index t = 0; t < e.p.T(); ++t) terms(t, 0) = output_term(e, t) - rational(e.p.v.row(t).dot(e.g.dv.row(t)));
+  const Mat<rational> local =
+      larc::ref::chunk_local_suffix_sums<rational>(terms, dg, Vec<rational>::Constant(1, final_state_term(e)), chunk);
+  for (Eigen::Index t = 0; t < e.p.T(); ++t) RC_ASSERT(local(t, 0) == dg(t));
 }
 
 RC_GTEST_PROP(DeltaRuleBackwardIdentities, I4LossIsLinearInValuesAndInitialState, ()) {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "backward_identity_cases.h"
+#include "larc/reference/chunk_local_decay_gradient.h"
 #include "gla_backward_check.h"
 
 namespace {
@@ -73,6 +74,17 @@ RC_GTEST_PROP(GlaBackwardIdentities, G3LogDecayGradientIsAChannelSuffixSum, ()) 
     }
     RC_ASSERT(rational(s0.row(i).dot(e.g.d_initial_state.row(i))) == dgk(0, i));
   }
+}
+
+// G3 chunk by chunk, as chunk kernels compute dgk (reference/chunk_local_decay_gradient.h): per channel the
+// suffix sum within each chunk, seeded by the direct gradient at the next chunk's first token, is the direct dgk.
+RC_GTEST_PROP(GlaBackwardIdentities, G3ChunkLocalFormEqualsTheDirectForm, ()) {
+  const Evaluated e = evaluate(gen_identity_case("GLA"));
+  const Eigen::Index chunk = *rc::gen::inRange(1, 9);
+  const Mat<rational> dgk = gla::log_decay_gradient(e.p.a, e.g.da);
+  const Mat<rational> terms = e.p.q.cwiseProduct(e.g.dq) - e.p.k.cwiseProduct(e.g.dk);
+  const Vec<rational> final_term = e.fwd.final_state.cwiseProduct(*e.cot.d_final_state).rowwise().sum();
+  RC_ASSERT(larc::ref::chunk_local_suffix_sums<rational>(terms, dgk, final_term, chunk) == dgk);
 }
 
 RC_GTEST_PROP(GlaBackwardIdentities, G4LossIsLinearInValuesAndInitialState, ()) {

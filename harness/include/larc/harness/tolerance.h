@@ -97,6 +97,10 @@ struct Judgement {
     double worst_ratio = 0, baseline_rel_err = 0;
   };
   std::string grade_declared = "fp32", grade_met;
+  // Where the mechanism has several float forms (serial and chunked; for a gradient twin, the direct and
+  // the chunk-local decay gradient): each form's own worst-slice relative error, by form name. Their
+  // spread is the output's conditioning: how far apart honest float computations of it lie.
+  std::map<std::string, double, std::less<>> baseline_errors;
   // Against an accuracy-regression profile (profile.h; -1 when none was given): the worst ratio to
   // the regression tolerance and the largest growth of e_t over the recorded error.
   double profile_ratio = -1, profile_growth = -1;
