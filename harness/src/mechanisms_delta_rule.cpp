@@ -178,6 +178,13 @@ std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step
   return g;
 }
 
+// The float adjoints' checkpoint interval, and the form of dβ: the direct one, or (a chunked form's
+// baseline) the one chunk kernels compute.
+constexpr Eigen::Index kCheckpoint = 64;
+dr::StepGradient step_gradient_of(const std::optional<std::int64_t>& chunk_local) {
+  return chunk_local ? dr::StepGradient::split : dr::StepGradient::direct;
+}
+
 // The gradients by name, dq and dk summed over each group of value heads that read one query/key head.
 template <class S>
 ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& step, std::int64_t G) {
@@ -195,13 +202,15 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
   out.push_back(deltanet_m);
   out.push_back(kla_m);
   // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
-  // GDN's and KLA's gradients in scalar S: the backward verb's, or (chunked) with dg in the chunk-local
-  // identity form from the forward's outputs.
+  // The gradients in scalar S: the backward verb's, or (chunked) as chunk kernels form them: dβ from the
+  // β-scaled values' and keys' gradients, and dg (GDN, KLA) in the chunk-local identity form from the
+  // forward's outputs.
   const auto gdn_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
     const auto [q, k] = grouped_qk<S>(in);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
     const auto cot = cotangents_in<S>(in);
-    auto grads = dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in));
+    auto grads = dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in), kCheckpoint,
+                                             step_gradient_of(chunk_local));
     if (chunk_local) {
       const auto f = dr::gdn_batched<S>(q, k, v, g, beta, scale_in<S>(in), initial_state_in<S>(in));
       grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk_local);
@@ -212,18 +221,24 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
       gdn_m, delta_rule_gradients(true, "beta"),
       [=]<class S>(const ValueMap& in) { return gdn_gradients.template operator()<S>(in, std::nullopt); },
       [=]<class S>(const ValueMap& in, std::int64_t chunk) { return gdn_gradients.template operator()<S>(in, chunk); }));
-  out.push_back(gradient_twin(deltanet_m, delta_rule_gradients(false, "beta"), []<class S>(const ValueMap& in) {
+  const auto deltanet_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
     const auto [q, k] = grouped_qk<S>(in);
     return gradient_values(dr::deltanet_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
-                                                            cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in)),
+                                                            cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in),
+                                                            kCheckpoint, step_gradient_of(chunk_local)),
                            "beta", head_group(in));
-  }));
+  };
+  out.push_back(gradient_twin(
+      deltanet_m, delta_rule_gradients(false, "beta"),
+      [=]<class S>(const ValueMap& in) { return deltanet_gradients.template operator()<S>(in, std::nullopt); },
+      [=]<class S>(const ValueMap& in, std::int64_t chunk) { return deltanet_gradients.template operator()<S>(in, chunk); }));
   const auto kla_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
     const auto [q, k] = grouped_qk<S>(in);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), eta = cast_tensor<S>(in.at("eta"));
     const auto cot = cotangents_in<S>(in);
     const S eps = ref::from_double<S>(kKlaEps);
-    auto grads = dr::kla_backward_batched<S>(q, k, v, g, eta, eps, cot, scale_in<S>(in), initial_state_in<S>(in));
+    auto grads = dr::kla_backward_batched<S>(q, k, v, g, eta, eps, cot, scale_in<S>(in), initial_state_in<S>(in), kCheckpoint,
+                                             step_gradient_of(chunk_local));
     if (chunk_local) {
       const auto f = dr::kla_batched<S>(q, k, v, g, eta, eps, scale_in<S>(in), initial_state_in<S>(in));
       grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk_local);

@@ -92,6 +92,13 @@ RC_GTEST_PROP(DeltaRuleBackwardIdentities, I3ChunkLocalFormEqualsTheDirectForm, 
   for (Eigen::Index t = 0; t < e.p.T(); ++t) RC_ASSERT(local(t, 0) == dg(t));
 }
 
+// dβ as chunk kernels form it (StepGradient::split) is the direct dβ exactly.
+RC_GTEST_PROP(DeltaRuleBackwardIdentities, SplitStepGradientEqualsTheDirectOne, ()) {
+  const IdentityCase c = gen_identity_case("GDN");
+  const Evaluated e = evaluate(c);
+  RC_ASSERT(dr::backward(e.p, e.cot, c.checkpoint, dr::StepGradient::split).dbeta == e.g.dbeta);
+}
+
 RC_GTEST_PROP(DeltaRuleBackwardIdentities, I4LossIsLinearInValuesAndInitialState, ()) {
   const Evaluated e = evaluate(gen_identity_case("GDN"));
   rational loss = final_state_term(e), euler = frobenius(e.p.start_state(), e.g.d_initial_state);

@@ -21,11 +21,12 @@ def main():
     ap.add_argument("--markdown", required=True)
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
-    ours = medians(json.load(open(args.kernels)))
+    # gpu_kernels_bench names a row "<kernel>/prefill/T=<T>/min_time:<s>": keyed here without the min_time part.
+    ours = {re.sub(r"/min_time:[0-9.]+$", "", name): b for name, b in medians(json.load(open(args.kernels))).items()}
     peers = json.load(open(args.peers))
     peer_ms = {(r["peer"], r["kind"], r["T"]): r["ms"] for r in peers.get("rows", [])}
     rows = []
-    for name, b in sorted(ours.items()):
+    for name, b in ours.items():
         m = re.match(r"^([a-z]+)-fused-recurrent-backward/prefill/T=(\d+)$", name)
         if not m:
             continue
@@ -41,6 +42,7 @@ def main():
             row["peer_forward_backward_ms"] = peer_ms.get((peer, "forward+backward", T))
             row["x_peer_backward"] = row["ms"] / row["peer_backward_ms"]
         rows.append(row)
+    rows.sort(key=lambda r: (r["kernel"], r["T"]))
     result = {"tree_hash": args.tree_hash, "device": peers.get("device"), "fla": peers.get("fla"), "rows": rows,
               "peer_rows": peers.get("rows", []), "peer_errors": {k: v for k, v in peers.items() if k.endswith("error")}}
     with open(args.json, "w") as f:

@@ -268,7 +268,7 @@ backward)
   # dht only and a random initial state, T = 1000 with one, grouped value heads (HV = 4H) and random
   # cases.
   subject_args=(); for s in $(gpu_subjects | grep -- '-backward'); do subject_args+=(--subject "$s"); done
-  (export GTEST_FILTER='*backward*'; run_tests) > "$out/tests.txt" 2>&1 &
+  (export GTEST_FILTER='*backward*:*Backward*'; run_tests) > "$out/tests.txt" 2>&1 &
   for tool in memcheck racecheck initcheck synccheck; do
     timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
       $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 --knob initial_state=2 \

@@ -57,8 +57,14 @@ void advance(const Problem<S>& p, Eigen::Index t, Mat<S>& state) {
 //   dk_t = β_t D_t u_t − α_t S_{t−1} dv_t.
 // Checkpointed every `checkpoint` tokens (checkpointed_reverse.h): memory O((T/C + C) d_k d_v); no state
 // is recovered by inverting a step (that divides by α_t (1 − β_t ‖k_t‖²), and α may be 0).
+// dβ_t = (D_t^T k_t)·u_t, or with StepGradient::split as chunk (WY) kernels form it from the gradients of
+// the β-scaled values and keys, (D_t^T k_t)·v_t − (D_t^T k_t)·(α_t S_{t−1}^T k_t): the same in exact
+// arithmetic, another rounding in floating point (it cancels where u_t is small against v_t).
+enum class StepGradient { direct, split };
+
 template <class S>
-Gradients<S> backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index checkpoint = 64) {
+Gradients<S> backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index checkpoint = 64,
+                      StepGradient step_gradient = StepGradient::direct) {
   validate(p);
   validate_output_cotangents("delta_rule", p.T(), p.dk(), p.dv(), c.d_o, c.d_final_state);
   const Eigen::Index T = p.T(), K = p.dk(), V = p.dv();
@@ -79,7 +85,8 @@ Gradients<S> backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index 
         const Vec<S> dtk = d_state.transpose() * k;           // D_t^T k_t
         const Vec<S> u = p.v.row(t).transpose() - p.alpha(t) * kts;
         g.dv.row(t) = (p.beta(t) * dtk).transpose();
-        g.dbeta(t) = dtk.dot(u);
+        g.dbeta(t) = step_gradient == StepGradient::direct ? S(dtk.dot(u))
+                                                            : S(dtk.dot(p.v.row(t).transpose()) - dtk.dot(p.alpha(t) * kts));
         // ⟨P_t, D_t⟩ = ⟨S_{t−1}, D_t⟩ − β_t (S_{t−1}^T k_t)·(D_t^T k_t)
         g.dalpha(t) = prev.cwiseProduct(d_state).sum() - p.beta(t) * kts.dot(dtk);
         g.dk.row(t) = (p.beta(t) * (d_state * u) - (p.alpha(t) * p.beta(t)) * (prev * dtk)).transpose();
@@ -138,8 +145,8 @@ namespace detail {
 template <class S, class GatesOf, class Finish>
 BatchedGradients<S> run_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                                          std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
-                                         const BatchedCotangents<S>& cot, Eigen::Index checkpoint, GatesOf&& gates_of,
-                                         Finish&& finish) {
+                                         const BatchedCotangents<S>& cot, Eigen::Index checkpoint, StepGradient step_gradient,
+                                         GatesOf&& gates_of, Finish&& finish) {
   const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
   cot.require_shapes(d);
   const auto [B, T, H, K, V] = d;
@@ -149,7 +156,7 @@ BatchedGradients<S> run_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
     for (std::int64_t h = 0; h < H; ++h) {
       const Problem<S> p = head_problem(q, k, v, gates_of(b, h), scale, initial_state, b, h);
       const Cotangents<S> c{cot.head_d_o(b, h), cot.head_d_final_state(b, h)};
-      Gradients<S> grads = backward(p, c, checkpoint);
+      Gradients<S> grads = backward(p, c, checkpoint, step_gradient);
       finish(b, h, p, grads, r);
       set_head_rows(r.dq, b, h, grads.dq);
       set_head_rows(r.dk, b, h, grads.dk);
@@ -167,11 +174,11 @@ BatchedGradients<S> gdn_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
                                          const Tensor<S>& beta, const BatchedCotangents<S>& cot,
                                          std::optional<std::type_identity_t<S>> scale = {},
                                          const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
-                                         Eigen::Index checkpoint = 64) {
+                                         Eigen::Index checkpoint = 64, StepGradient step_gradient = StepGradient::direct) {
   require_shape(g, "g", gate_shape_of(q));
   require_shape(beta, "beta", gate_shape_of(q));
   return detail::run_backward_batched(
-      q, k, v, scale, initial_state, cot, checkpoint,
+      q, k, v, scale, initial_state, cot, checkpoint, step_gradient,
       [&](std::int64_t b, std::int64_t h) { return HeadGates<S>{decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)}; },
       [](std::int64_t b, std::int64_t h, const Problem<S>& p, Gradients<S>& grads, BatchedGradients<S>& out) {
         set_head_gate(out.dg, b, h, log_decay_gradient(p.alpha, grads.dalpha));
@@ -185,10 +192,10 @@ BatchedGradients<S> deltanet_backward_batched(const Tensor<S>& q, const Tensor<S
                                               const Tensor<S>& beta, const BatchedCotangents<S>& cot,
                                               std::optional<std::type_identity_t<S>> scale = {},
                                               const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
-                                              Eigen::Index checkpoint = 64) {
+                                              Eigen::Index checkpoint = 64, StepGradient step_gradient = StepGradient::direct) {
   require_shape(beta, "beta", gate_shape_of(q));
   BatchedGradients<S> r = detail::run_backward_batched(
-      q, k, v, scale, initial_state, cot, checkpoint,
+      q, k, v, scale, initial_state, cot, checkpoint, step_gradient,
       [&](std::int64_t b, std::int64_t h) { return HeadGates<S>{Vec<S>::Ones(q.dim(1)), head_gate(beta, b, h)}; },
       [](std::int64_t b, std::int64_t h, const Problem<S>&, Gradients<S>& grads, BatchedGradients<S>& out) {
         set_head_gate(out.dbeta, b, h, grads.dbeta);
@@ -203,11 +210,11 @@ BatchedGradients<S> kla_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
                                          const Tensor<S>& eta, const std::type_identity_t<S>& eps,
                                          const BatchedCotangents<S>& cot, std::optional<std::type_identity_t<S>> scale = {},
                                          const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
-                                         Eigen::Index checkpoint = 64) {
+                                         Eigen::Index checkpoint = 64, StepGradient step_gradient = StepGradient::direct) {
   require_shape(g, "g", gate_shape_of(q));
   require_shape(eta, "eta", gate_shape_of(q));
   return detail::run_backward_batched(
-      q, k, v, scale, initial_state, cot, checkpoint,
+      q, k, v, scale, initial_state, cot, checkpoint, step_gradient,
       [&](std::int64_t b, std::int64_t h) {
         return HeadGates<S>{decays_from_log(head_gate(g, b, h)), kla_beta(head_rows(k, b, h), head_gate(eta, b, h), eps)};
       },
