@@ -96,6 +96,25 @@ Vec<S> log_decay_gradient(const Vec<S>& alpha, const Vec<S>& dalpha) {
   return alpha.cwiseProduct(dalpha);
 }
 
+// The log-decay gradient by identity I3 (docs/gradients.md, "Identities"), the suffix-sum form:
+//   dg_t = Σ_{s≥t} (o_s·do_s − v_s·dv_s) + ⟨S_T, dht⟩,
+// from the forward's o (T×d_v) and S_T, the cotangents (absent: zero), v and backward's dv. Equal to
+// log_decay_gradient(α, dα) over rationals; in floating point the suffix sums keep the size of the
+// loss's terms while dg_t decays with the state, so under strong decay the form cancels — backward
+// returns the direct form α_t dα_t instead.
+template <class S>
+Vec<S> log_decay_gradient_by_identity(const Mat<S>& o, const Mat<S>& final_state, const Mat<S>& v, const Mat<S>& dv,
+                                      const Cotangents<S>& c) {
+  Vec<S> dg(v.rows());
+  S suffix = c.d_final_state ? S(final_state.cwiseProduct(*c.d_final_state).sum()) : S(0);
+  for (Eigen::Index t = v.rows() - 1; t >= 0; --t) {
+    if (c.d_o.size() != 0) suffix += S(o.row(t).dot(c.d_o.row(t)));
+    suffix -= S(v.row(t).dot(dv.row(t)));
+    dg(t) = suffix;
+  }
+  return dg;
+}
+
 // KLA's step β_t = η_t / (‖k_t‖² + ε) (kla_beta): the gradients of η and the key's total gradient
 // (its direct dk plus the path through ‖k_t‖²):
 //   dη_t = dβ_t / (‖k_t‖² + ε),   dk_t ← dk_t − 2 dβ_t η_t / (‖k_t‖² + ε)² · k_t.
@@ -172,7 +191,7 @@ BatchedGradients<S> gdn_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
   require_shape(beta, "beta", gate_shape_of(q));
   return detail::run_backward_batched(
       q, k, v, scale, initial_state, cot, checkpoint,
-      [&](std::int64_t b, std::int64_t h) { return HeadGates<S>{decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)}; },
+      [&](std::int64_t b, std::int64_t h) { return gdn_head_gates(g, beta, b, h); },
       [](std::int64_t b, std::int64_t h, const Problem<S>& p, Gradients<S>& grads, BatchedGradients<S>& out) {
         set_head_gate(out.dg, b, h, log_decay_gradient(p.alpha, grads.dalpha));
         set_head_gate(out.dbeta, b, h, grads.dbeta);
