@@ -138,6 +138,13 @@ TensorSpec gradient_spec(std::string name, std::string dims, std::string meaning
   return {.name = std::move(name), .dims = std::move(dims), .meaning = std::move(meaning)};
 }
 
+std::vector<TensorSpec> required_input_gradient_specs(const Mechanism& forward) {
+  std::vector<TensorSpec> g;
+  for (const TensorSpec& in : forward.inputs)
+    if (!in.optional) g.push_back(gradient_spec("d" + in.name, in.dims, "∂L/∂" + in.name));
+  return g;
+}
+
 TensorSpec initial_state_gradient_spec() {
   return {.name = "dh0", .dims = "BHKV", .meaning = "∂L/∂initial_state (float32)", .always_fp32 = true};
 }

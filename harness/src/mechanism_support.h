@@ -176,6 +176,11 @@ inline std::int64_t head_group(const ValueMap& in) { return in.at("v").dim(2) / 
 // each as a gradient.
 TensorSpec gradient_spec(std::string name, std::string dims, std::string meaning);
 TensorSpec initial_state_gradient_spec();
+// The gradient of each of the forward's required inputs, d<name> in the input's dims and the case's dtype
+// (the optional ones — the read scale, a fixed parameter; an initial state, whose gradient is dh0 —
+// have none here): the outputs of a twin whose forward takes no initial state, named and shaped from
+// the forward's inputs so that the two cannot drift apart.
+std::vector<TensorSpec> required_input_gradient_specs(const Mechanism& forward);
 
 // The cotangents of a gradient case in scalar S: do, and dht when the case has one.
 template <class S>

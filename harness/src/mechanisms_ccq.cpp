@@ -9,10 +9,13 @@
 // m_T = Σ_t k_t [B,H,K] (n_T = T), all but o in float32.
 // Forms: q̃ by ccq.h's recurrent (serial, streamed) or chunkwise (chunked) conditioner, then the
 // backbone's batched wrapper in the same form — the composition ccq.h's verbs make per head.
+// Their gradient twins "ccq-gla-backward" and "ccq-gdn-backward" (docs/gate.md "Gradient cases"): the
+// gradient of every required input (dq, dk, dv, the backbone's dgk or dg and dbeta, dlambda) of
+// L = Σ⟨do, o⟩ + ⟨dht, final_state⟩ through ccq_backward.h; the key statistics' cotangents are zero.
 #include <cmath>
 #include <stdexcept>
 
-#include "larc/reference/ccq.h"
+#include "larc/reference/ccq_backward.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
@@ -65,6 +68,34 @@ ref::Tensor<double> read_gates(Rng& rng, const ref::Tensor<double>& q, double ga
         lambda.data[(b * T + t) * H + h] = 1 / (1 + std::exp(-logit));
       }
   return lambda;
+}
+
+// The gradient twin's gradients per (sequence, head) through ccq::backward (docs/gradients.md, "CCQ"),
+// with the forward's conditioner: λ given (the case's lambda), uniform covariance, empty initial
+// statistics, and no cotangent of the final statistics. head_problem(q, k, v, b, h) is the backbone's
+// problem of head (b, h) with the case's queries; finish(b, h, that problem, the backbone's gradients)
+// writes the backbone's decay and step gradients. dq and dk are total: the read's path through q̃ and
+// the conditioner's through Σ_t (dk's path through the key statistics).
+template <class S, class HeadProblem, class Finish>
+ValueMap ccq_gradients(const ValueMap& in, HeadProblem head_problem, Finish finish) {
+  const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
+  const ref::Tensor<S> lambda = cast_tensor<S>(in.at("lambda"));
+  const ref::BatchedCotangents<S> cot = cotangents_in<S>(in);
+  ref::Tensor<S> dq(q.shape), dk(k.shape), dv(v.shape), dlambda(lambda.shape);
+  for (std::int64_t b = 0; b < q.dim(0); ++b) {
+    for (std::int64_t h = 0; h < q.dim(2); ++h) {
+      ccq::Problem<S, decltype(head_problem(q, k, v, b, h))> p{head_problem(q, k, v, b, h), {}, std::nullopt};
+      p.opt.lambda = ref::head_gate(lambda, b, h);
+      const auto g = ccq::backward(p, ccq::Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h), std::nullopt});
+      ref::set_head_rows(dq, b, h, g.backbone.dq);
+      ref::set_head_rows(dk, b, h, g.backbone.dk);
+      ref::set_head_rows(dv, b, h, g.backbone.dv);
+      ref::set_head_gate(dlambda, b, h, g.dlambda);
+      finish(b, h, p.backbone, g.backbone);
+    }
+  }
+  return ValueMap{{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)},
+                  {"dlambda", to_double_tensor(dlambda)}};
 }
 
 const Mechanism& registered(const std::vector<Mechanism>& out, const std::string& name) {
@@ -140,8 +171,44 @@ void register_ccq_mechanisms(std::vector<Mechanism>& out) {
                                                                      cast_tensor<S>(in.at("beta")), scale_in<S>(in), {}, form,
                                                                      chunk, operands);
                             });
+  // The gradient twins (after both forwards, so that the forwards keep their places in the registry).
+  Mechanism gla_twin = gradient_twin(on_gla, required_input_gradient_specs(on_gla), []<class S>(const ValueMap& in) {
+    const ref::Tensor<S> gk = cast_tensor<S>(in.at("gk"));
+    const std::optional<S> scale = scale_in<S>(in);
+    ref::Tensor<S> dgk(gk.shape);
+    ValueMap out = ccq_gradients<S>(
+        in,
+        [&](const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, std::int64_t b, std::int64_t h) {
+          return ref::gla::head_problem<S>(q, k, v, gk, scale, std::nullopt, b, h);
+        },
+        [&](std::int64_t b, std::int64_t h, const ref::gla::Problem<S>& p, const ref::gla::Gradients<S>& g) {
+          ref::set_head_rows(dgk, b, h, ref::gla::log_decay_gradient(p.a, g.da));
+        });
+    out.emplace("dgk", to_double_tensor(dgk));
+    return out;
+  });
+  Mechanism gdn_twin = gradient_twin(on_gdn, required_input_gradient_specs(on_gdn), []<class S>(const ValueMap& in) {
+    const ref::Tensor<S> g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
+    const std::optional<S> scale = scale_in<S>(in);
+    ref::Tensor<S> dg(g.shape), dbeta(beta.shape);
+    ValueMap out = ccq_gradients<S>(
+        in,
+        [&](const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, std::int64_t b, std::int64_t h) {
+          return ref::delta_rule::head_problem<S>(q, k, v, ref::delta_rule::gdn_head_gates(g, beta, b, h), scale,
+                                                  std::nullopt, b, h);
+        },
+        [&](std::int64_t b, std::int64_t h, const ref::delta_rule::Problem<S>& p, const ref::delta_rule::Gradients<S>& gr) {
+          ref::set_head_gate(dg, b, h, ref::delta_rule::log_decay_gradient(p.alpha, gr.dalpha));
+          ref::set_head_gate(dbeta, b, h, gr.dbeta);
+        });
+    out.emplace("dg", to_double_tensor(dg));
+    out.emplace("dbeta", to_double_tensor(dbeta));
+    return out;
+  });
   out.push_back(std::move(on_gla));
   out.push_back(std::move(on_gdn));
+  out.push_back(std::move(gla_twin));
+  out.push_back(std::move(gdn_twin));
 }
 
 }  // namespace larc::harness::detail

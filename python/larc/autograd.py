@@ -7,7 +7,7 @@ Shared by larc's gate (grad=True, python/larc/_case.py) and tools/fla_diff.py; i
 
 # A forward input -> the gradient twin's output holding its gradient.
 GRADIENT_OF = {"q": "dq", "k": "dk", "v": "dv", "g": "dg", "gk": "dgk", "beta": "dbeta", "eta": "deta",
-               "initial_state": "dh0", "initial_normalizer": "dz0"}
+               "level_scales": "dlevel_scales", "lambda": "dlambda", "initial_state": "dh0", "initial_normalizer": "dz0"}
 INPUT_OF = {d: i for i, d in GRADIENT_OF.items()}
 
 

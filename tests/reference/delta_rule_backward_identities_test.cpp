@@ -77,6 +77,8 @@ RC_GTEST_PROP(DeltaRuleBackwardIdentities, I3LogDecayGradientIsASuffixSum, ()) {
     suffix += output_term(e, t) - rational(e.p.v.row(t).dot(e.g.dv.row(t)));
     RC_ASSERT(dg(t) == suffix);
   }
+  // The reference's helper of the same form (the accuracy report's identity-form dg) is exact too.
+  RC_ASSERT(dr::log_decay_gradient_by_identity(e.fwd.o, e.fwd.final_state, e.p.v, e.g.dv, e.cot) == dg);
 }
 
 // I3 chunk by chunk, as chunk kernels compute dg (reference/chunk_local_decay_gradient.h): the suffix sum

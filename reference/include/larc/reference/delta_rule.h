@@ -252,7 +252,12 @@ struct HeadGates {
   Vec<S> alpha, beta;
 };
 
-namespace detail {
+// GDN's gates of head (b, h) from its batched log-decays g and steps beta [B,T,H]: α = e^g, β.
+template <class S>
+HeadGates<S> gdn_head_gates(const Tensor<S>& g, const Tensor<S>& beta, std::int64_t b, std::int64_t h) {
+  return {decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)};
+}
+
 // (b, h)'s problem of a batched call: its rows of q, k, v, the gates `g`, the scale (d_k^{-1/2} when
 // not given) and its initial state.
 template <class S>
@@ -264,6 +269,7 @@ Problem<S> head_problem(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>&
   return p;
 }
 
+namespace detail {
 template <class S, class GatesOf>
 BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                              std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
@@ -290,9 +296,8 @@ BatchedResult<S> gdn_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
                              Eigen::Index chunk = 64, OperandFormat operands = OperandFormat::none) {
   require_shape(g, "g", gate_shape_of(q));
   require_shape(beta, "beta", gate_shape_of(q));
-  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, operands, [&](std::int64_t b, std::int64_t h) {
-    return HeadGates<S>{decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)};
-  });
+  return detail::run_batched(q, k, v, scale, initial_state, form, chunk, operands,
+                             [&](std::int64_t b, std::int64_t h) { return gdn_head_gates(g, beta, b, h); });
 }
 
 // DeltaNet: no decay.

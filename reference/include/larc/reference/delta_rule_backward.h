@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "larc/reference/checkpointed_reverse.h"
+#include "larc/reference/chunk_local_decay_gradient.h"
 #include "larc/reference/delta_rule.h"
 
 namespace larc::ref::delta_rule {
@@ -103,6 +104,23 @@ Vec<S> log_decay_gradient(const Vec<S>& alpha, const Vec<S>& dalpha) {
   return alpha.cwiseProduct(dalpha);
 }
 
+// The log-decay gradient by identity I3 (docs/gradients.md, "Identities"), the suffix-sum form:
+//   dg_t = Σ_{s≥t} (o_s·do_s − v_s·dv_s) + ⟨S_T, dht⟩,
+// from the forward's o (T×d_v) and S_T, the cotangents (absent: zero), v and backward's dv. Equal to
+// log_decay_gradient(α, dα) over rationals; in floating point the suffix sums keep the size of the
+// loss's terms while dg_t decays with the state, so under strong decay the form cancels — backward
+// returns the direct form α_t dα_t instead.
+template <class S>
+Vec<S> log_decay_gradient_by_identity(const Mat<S>& o, const Mat<S>& final_state, const Mat<S>& v, const Mat<S>& dv,
+                                      const Cotangents<S>& c) {
+  const Eigen::Index T = v.rows();
+  Mat<S> terms = -v.cwiseProduct(dv).rowwise().sum();
+  if (c.d_o.size() != 0) terms += o.cwiseProduct(c.d_o).rowwise().sum();
+  const Vec<S> final_term = Vec<S>::Constant(1, c.d_final_state ? S(final_state.cwiseProduct(*c.d_final_state).sum()) : S(0));
+  // One chunk spanning the sequence: the suffix sums seeded by ⟨S_T, dht⟩ (chunk_local_decay_gradient.h).
+  return chunk_local_suffix_sums<S>(terms, Mat<S>::Zero(T, 1), final_term, std::max<Eigen::Index>(T, 1)).col(0);
+}
+
 // KLA's step β_t = η_t / (‖k_t‖² + ε) (kla_beta): the gradients of η and the key's total gradient
 // (its direct dk plus the path through ‖k_t‖²):
 //   dη_t = dβ_t / (‖k_t‖² + ε),   dk_t ← dk_t − 2 dβ_t η_t / (‖k_t‖² + ε)² · k_t.
@@ -179,7 +197,7 @@ BatchedGradients<S> gdn_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
   require_shape(beta, "beta", gate_shape_of(q));
   return detail::run_backward_batched(
       q, k, v, scale, initial_state, cot, checkpoint, step_gradient,
-      [&](std::int64_t b, std::int64_t h) { return HeadGates<S>{decays_from_log(head_gate(g, b, h)), head_gate(beta, b, h)}; },
+      [&](std::int64_t b, std::int64_t h) { return gdn_head_gates(g, beta, b, h); },
       [](std::int64_t b, std::int64_t h, const Problem<S>& p, Gradients<S>& grads, BatchedGradients<S>& out) {
         set_head_gate(out.dg, b, h, log_decay_gradient(p.alpha, grads.dalpha));
         set_head_gate(out.dbeta, b, h, grads.dbeta);
