@@ -63,6 +63,20 @@ class GpuKernelsWithInitialState : public GpuKernels {};
 // The same for the backward kernels: the gradient carried backwards across a cut.
 class GpuBackwardKernels : public GpuKernels {};
 
+// A case's inputs cut along T at `cut`: tokens [0, cut) and [cut, T); inputs without a T axis (states,
+// the scale) go to both, an optional input the case leaves out to neither.
+std::pair<TensorMap, TensorMap> split_at(const larc::harness::Mechanism& m, const TensorMap& inputs, std::int64_t cut,
+                                         std::int64_t T) {
+  std::pair<TensorMap, TensorMap> parts;
+  for (const auto& spec : m.inputs) {
+    if (!inputs.contains(spec.name)) continue;
+    const int t = axis_of(spec.dims, 'T');
+    parts.first[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, 0, cut);
+    parts.second[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, cut, T);
+  }
+  return parts;
+}
+
 bool computes_gradients(const larc::gpu::Kernel& k) {
   for (const auto& m : larc::harness::mechanisms())
     if (m.name == k.mechanism) return m.computes_gradients();
@@ -122,13 +136,7 @@ TEST_P(GpuKernelsWithInitialState, SplitSequenceWithCarriedStateEqualsOneLaunch)
   const std::int64_t cut = chunked ? 64 : 37;
   const TensorMap inputs = inputs_for(*g.mechanism, full, dtype, 13);
   const TensorMap whole = run(g, full, dtype, inputs);
-  TensorMap first_in, second_in;
-  for (const auto& spec : g.mechanism->inputs) {
-    if (!inputs.contains(spec.name)) continue;  // an optional input the case leaves out
-    const int t = axis_of(spec.dims, 'T');
-    first_in[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, 0, cut);
-    second_in[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, cut, full.T);
-  }
+  auto [first_in, second_in] = split_at(*g.mechanism, inputs, cut, full.T);
   Shape a = full, b = full;
   a.T = cut;
   b.T = full.T - cut;
@@ -158,13 +166,7 @@ TEST_P(GpuBackwardKernels, SplitSequenceWithCarriedStateGradientEqualsOneLaunch)
   const std::int64_t cut = 37;
   const TensorMap inputs = inputs_for(*g.mechanism, full, dtype, 13);
   const TensorMap whole = run(g, full, dtype, inputs);
-  TensorMap first_in, second_in;
-  for (const auto& spec : g.mechanism->inputs) {
-    if (!inputs.contains(spec.name)) continue;
-    const int t = axis_of(spec.dims, 'T');
-    first_in[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, 0, cut);
-    second_in[spec.name] = t < 0 ? inputs.at(spec.name) : slice(inputs.at(spec.name), t, cut, full.T);
-  }
+  auto [first_in, second_in] = split_at(*g.mechanism, inputs, cut, full.T);
   Shape a = full, b = full;
   a.T = cut;
   b.T = full.T - cut;

@@ -53,6 +53,29 @@ gate_group() {  # name, timeout, then shapes
 }
 grid() { for T in "$@"; do for D in 64 128 96; do echo "1,$T,2,$D,$D"; done; done; }
 
+# compute-sanitizer's four tools, in the background, each running the gate over subject_args on the small
+# grid (bf16, shapes 1,65,2,32,32 and 2,1,1,96,64); arguments: the time limit, then extra gate options.
+start_sanitizers() {
+  local limit=$1; shift
+  for tool in memcheck racecheck initcheck synccheck; do
+    timeout "$limit" compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+      $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 "$@" \
+      > "$out/sanitizer_$tool.txt" 2>&1; echo "compute-sanitizer $tool: exit $?" >> "$out/sanitizer_$tool.txt" &
+  done
+}
+
+# sanitizers.md from start_sanitizers' logs; arguments: what was checked, the subjects, the mode.
+sanitizer_report() {
+  echo "# compute-sanitizer over $1 on the H200"; echo
+  echo "Source tree (reference/ + gpu/): \`$LARC_TREE_HASH\`. Each tool ran \`larc gate\` over $2,"
+  echo "bf16, shapes 1,65,2,32,32 and 2,1,1,96,64 (tools/h200/kernels_run.sh $3)."; echo
+  echo "Exit 9 means the tool found an error; 1, that a gate case failed (gate.md); 0, neither."; echo
+  echo "| tool | summary | exit |"; echo "|---|---|---|"
+  for tool in memcheck racecheck initcheck synccheck; do
+    echo "| $tool | $(grep -h 'SUMMARY' "$out/sanitizer_$tool.txt" | tail -1 | sed 's/^=* *//') | $(sed -n 's/^compute-sanitizer [a-z]*: exit //p' "$out/sanitizer_$tool.txt") |"
+  done
+}
+
 install_fla() {
   [ -d /tmp/site/fla ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
     .wheels/fla_core-*.whl .wheels/flash_linear_attention-*.whl .wheels/einops-*.whl
@@ -71,11 +94,7 @@ gate|full)
   # report per T group so a time limit loses only the group it stops), randomized cases with the golden
   # fixtures, and compute-sanitizer (memcheck, racecheck, initcheck, synccheck) over the gate's small grid.
   run_tests > "$out/tests.txt" 2>&1 &
-  for tool in memcheck racecheck initcheck synccheck; do
-    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
-      $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 \
-      > "$out/sanitizer_$tool.txt" 2>&1; echo "compute-sanitizer $tool: exit $?" >> "$out/sanitizer_$tool.txt" &
-  done
+  start_sanitizers 300
   gate_group T1-65 150 $(grid 1 63 64 65)
   # The same with a random initial state, for the kernels whose mechanism has one.
   h0="--knob initial_state=2 --mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla"
@@ -90,16 +109,7 @@ gate|full)
   python3 tools/h200/join_gate_reports.py "$out"/gate_T*.json "$out/gate_random.json" --json "$out/gate.json" \
     --markdown "$out/gate.md" | tail -30
   cat "$out/tests.txt"
-  {
-    echo "# compute-sanitizer over every GPU kernel on the H200"; echo
-    echo "Source tree (reference/ + gpu/): \`$LARC_TREE_HASH\`. Each tool ran \`larc gate\` over every GPU subject,"
-    echo "bf16, shapes 1,65,2,32,32 and 2,1,1,96,64 (tools/h200/kernels_run.sh gate)."; echo
-    echo "Exit 9 means the tool found an error; 1, that a gate case failed (gate.md); 0, neither."; echo
-    echo "| tool | summary | exit |"; echo "|---|---|---|"
-    for tool in memcheck racecheck initcheck synccheck; do
-      echo "| $tool | $(grep -h 'SUMMARY' "$out/sanitizer_$tool.txt" | tail -1 | sed 's/^=* *//') | $(sed -n 's/^compute-sanitizer [a-z]*: exit //p' "$out/sanitizer_$tool.txt") |"
-    done
-  } > "$out/sanitizers.md"
+  sanitizer_report "every GPU kernel" "every GPU subject" "gate" > "$out/sanitizers.md"
   cat "$out/sanitizers.md"
   ;;&
 bench|full|perf)
@@ -269,11 +279,7 @@ backward)
   # cases.
   subject_args=(); for s in $(gpu_subjects | grep -- '-backward'); do subject_args+=(--subject "$s"); done
   (export GTEST_FILTER='*backward*:*Backward*'; run_tests) > "$out/tests.txt" 2>&1 &
-  for tool in memcheck racecheck initcheck synccheck; do
-    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
-      $B/larc gate "${subject_args[@]}" --dtype bf16 --shape 1,65,2,32,32 --shape 2,1,1,96,64 --random 0 --knob initial_state=2 \
-      > "$out/sanitizer_$tool.txt" 2>&1; echo "compute-sanitizer $tool: exit $?" >> "$out/sanitizer_$tool.txt" &
-  done
+  start_sanitizers 240 --knob initial_state=2
   gate_group T1-65 120 $(grid 1 63 64 65)
   GATE_KNOBS="--knob cotangents=1 --knob initial_state=2" gate_group do-only-h0-T1-65 100 $(grid 1 63 64 65)
   GATE_KNOBS="--knob cotangents=2 --knob initial_state=2" gate_group dht-only-h0-T1-65 100 $(grid 1 63 64 65)
@@ -287,16 +293,7 @@ backward)
   wait
   python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate.json" --markdown "$out/gate.md" | tail -30
   cut -c1-400 "$out/tests.txt"
-  {
-    echo "# compute-sanitizer over the backward kernels on the H200"; echo
-    echo "Source tree (reference/ + gpu/): \`$LARC_TREE_HASH\`. Each tool ran \`larc gate\` over every backward GPU"
-    echo "subject, bf16, shapes 1,65,2,32,32 and 2,1,1,96,64, random initial state (tools/h200/kernels_run.sh backward)."; echo
-    echo "Exit 9 means the tool found an error; 1, that a gate case failed (gate.md); 0, neither."; echo
-    echo "| tool | summary | exit |"; echo "|---|---|---|"
-    for tool in memcheck racecheck initcheck synccheck; do
-      echo "| $tool | $(grep -h 'SUMMARY' "$out/sanitizer_$tool.txt" | tail -1 | sed 's/^=* *//') | $(sed -n 's/^compute-sanitizer [a-z]*: exit //p' "$out/sanitizer_$tool.txt") |"
-    done
-  } > "$out/sanitizers.md"
+  sanitizer_report "the backward kernels" "every backward GPU subject (random initial state)" "backward" > "$out/sanitizers.md"
   cat "$out/sanitizers.md"
   ;;
 backward-bench)
