@@ -178,10 +178,15 @@ void compute_oracle(PreparedCase& p) {
 PreparedCase prepare_case(const CaseSpec& spec) {
   const Mechanism& m = find_mechanism(spec.mechanism);
   m.check_shape(spec.shape);
+  return prepare_case(spec, m.generate(spec.shape, spec.seed, m.resolve_knobs(spec.knobs)));
+}
+
+PreparedCase prepare_case(const CaseSpec& spec, const ValueMap& values) {
+  const Mechanism& m = find_mechanism(spec.mechanism);
+  m.check_shape(spec.shape);
   PreparedCase p;
   p.spec = spec;
   p.spec.knobs = m.resolve_knobs(spec.knobs);
-  const ValueMap values = m.generate(spec.shape, spec.seed, p.spec.knobs);
   for (const TensorSpec& in : m.inputs)
     if (const auto v = values.find(in.name); v != values.end())
       p.inputs.emplace(in.name, TypedTensor::encode(tensor_dtype(in, spec.dtype), v->second));

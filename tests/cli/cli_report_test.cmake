@@ -19,9 +19,9 @@ function(expect_contains text part what)
   endif()
 endfunction()
 
-set(figures error_vs_T timestep_error state_norms vla_jacobian recall oracle_certification)
+set(figures error_vs_T timestep_error state_norms vla_jacobian recall oracle_certification gradient_error_vs_T dg_forms)
 set(data error_vs_T.csv timestep_error.csv accuracy_grid.json oracle_certification.csv state_norms.csv
-    vla_jacobian.csv recall.csv claims.json gate_cpu.csv)
+    vla_jacobian.csv recall.csv claims.json gate_cpu.csv gradient_error_vs_T.csv dg_forms.csv)
 
 # No H200 gate report: every figure and data file, and the README says the GPU rows are absent.
 larc_report(0 ${OUT}/cpu --h200-gate ${OUT}/absent/gate.json)
@@ -48,6 +48,15 @@ foreach(d ${data})
 endforeach()
 expect_contains("${readme}" "GPU (H200): no results" "README says the H200 report is absent")
 expect_contains("${readme}" "`larc report --out ${OUT}/cpu --small" "README names the command")
+# Section 7: a row per gradient of every twin, and dg's two forms per dtype.
+file(READ ${OUT}/cpu/data/gradient_error_vs_T.csv rows)
+foreach(row "\ngdn-backward,dg,bf16,16," "\ngdn-backward,dh0,fp32,64," "\nccq-gdn-backward,dlambda,fp16,16,")
+  expect_contains("${rows}" "${row}" "gradient_error_vs_T.csv")
+endforeach()
+file(READ ${OUT}/cpu/data/dg_forms.csv rows)
+foreach(row "\nbf16,16,1,direct," "\nfp32,64,1,identity,")
+  expect_contains("${rows}" "${row}" "dg_forms.csv")
+endforeach()
 
 # An H200 gate report (one result of a GPU kernel, in `larc gate --json`'s schema): its rows appear.
 file(WRITE ${OUT}/h200_gate.json [=[{"tree_hash": "test-tree", "shard": "0/1", "results": [{"kernel": "gpu-test-kernel",

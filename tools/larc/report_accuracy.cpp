@@ -7,14 +7,20 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
+#include "larc/cases/fla_tensors.h"
+#include "larc/cases/rng.h"
 #include "larc/harness/gate.h"
+#include "larc/reference/delta_rule_backward.h"
 
 namespace larc::cli::report {
 
 namespace {
 namespace h = larc::harness;
+namespace cases = larc::cases;
 using h::Dtype;
 
 // The chunk of the chunked CPU subject ref-chunked-f32 (FLA's; harness/src/reference_subjects.h).
@@ -34,12 +40,13 @@ Grid grid_for(const ReportContext& ctx) {
   return {{64, 256, 1024, 4096, 16384}, {3, 3, 3, 3, 2}, 32, 32, 2, 1024};
 }
 
-// Per slice ‖y_t − o_t‖₂ / ‖o_t‖₂ (0/0 = 0; a nonzero error on a zero slice is infinite).
+// Per slice ‖y_t − o_t‖₂ / ‖o_t‖₂ (0/0 = 0; a nonzero error on a zero slice is infinite); slices as
+// h::slice_norms cuts them (per timestep of `axis`, or per coordinate of the first `leading_axes`).
 std::vector<double> relative_errors(const ref::Tensor<double>& y, const ref::Tensor<double>& o, int axis,
-                                    const std::vector<double>& norms) {
+                                    const std::vector<double>& norms, int leading_axes = 0) {
   ref::Tensor<double> d = y;
   for (std::size_t i = 0; i < d.data.size(); ++i) d.data[i] -= o.data[i];
-  std::vector<double> e = h::slice_norms(d, axis);
+  std::vector<double> e = h::slice_norms(d, axis, leading_axes);
   for (std::size_t t = 0; t < e.size(); ++t)
     e[t] = norms[t] > 0 ? e[t] / norms[t] : e[t] > 0 ? std::numeric_limits<double>::infinity() : 0.0;
   return e;
@@ -298,6 +305,232 @@ Section certification_section(const ReportContext& ctx, const Grid& g, const Gri
   return s;
 }
 
+// ---- Section 7: gradients (docs/gate.md \"Gradient cases\") ------------------------------------------
+
+struct GradientGrid {
+  std::vector<std::int64_t> lengths;
+  int seeds = 1;
+  std::int64_t K = 32, V = 32;
+};
+
+GradientGrid gradient_grid_for(const ReportContext& ctx) {
+  if (ctx.small) return {{16, 64}, 1, 4, 4};
+  return {{64, 256, 1024}, 2, 32, 32};
+}
+
+// The strong decays of the dg comparison: g ~ U(−8, −3) on every token, so each step keeps at most
+// e^{−3} ≈ 5% of the state (docs/gradients.md: the suffix-sum form cancels there).
+constexpr double kStrongDecayLo = -8, kStrongDecayHi = -3;
+constexpr std::uint64_t kStrongDecayStream = 0x7d;  // mix_seed stream of those decays
+
+struct GradientRow {
+  std::string mechanism, gradient, dtype;
+  std::int64_t T = 0;
+  std::uint64_t seed = 0;
+  double max_rel_err = 0, rel_rms = 0;
+};
+
+struct DgFormRow {
+  std::string dtype;
+  std::int64_t T = 0;
+  std::uint64_t seed = 0;
+  double direct_rms = 0, identity_rms = 0, direct_max = 0, identity_max = 0;
+};
+
+// Output `name` of `m` against the oracle: the worst slice's relative error (slices as the gate's
+// gradient policy cuts them: per timestep, or per (sequence, head) for dh0; slices where the oracle is
+// exactly 0, such as dg at t = 0 without an initial state, have no relative error and are left out)
+// and the whole tensor's ‖y − o‖_F / ‖o‖_F (every element).
+std::pair<double, double> output_errors(const h::Mechanism& m, const std::string& name, const ref::Tensor<double>& y,
+                                        const ref::Tensor<double>& oracle) {
+  const int axis = m.time_axis(name), leading = m.leading_slice_axes(name);
+  const std::vector<double> norms = h::slice_norms(oracle, axis, leading);
+  const std::vector<double> rel = relative_errors(y, oracle, axis, norms, leading);
+  double worst = 0, diff = 0, size = 0;
+  for (std::size_t t = 0; t < rel.size(); ++t)
+    if (norms[t] > 0) worst = std::max(worst, rel[t]);
+  for (std::size_t i = 0; i < y.data.size(); ++i) {
+    diff += (y.data[i] - oracle.data[i]) * (y.data[i] - oracle.data[i]);
+    size += oracle.data[i] * oracle.data[i];
+  }
+  return {worst, size > 0 ? std::sqrt(diff / size) : diff > 0 ? std::numeric_limits<double>::infinity() : 0.0};
+}
+
+// One case of a gradient twin: the gate's CPU subject ref-serial-f32 (the float serial adjoint on the
+// rounded inputs, gradients rounded to their dtypes) against the dd oracle, per gradient.
+void run_gradient_case(const GradientGrid& g, const h::Mechanism& m, std::int64_t T, std::uint64_t seed, Dtype dtype,
+                       std::vector<GradientRow>& rows) {
+  h::CaseSpec spec;
+  spec.mechanism = m.name;
+  spec.dtype = dtype;
+  spec.shape = {1, T, 1, g.K, g.V};
+  spec.seed = seed;
+  const h::PreparedCase p = h::prepare_case(spec);
+  const h::Subject& s = h::find_subject("ref-serial-f32", m.name);
+  h::TensorMap out = h::poisoned_outputs(m, spec.shape, dtype);
+  s.launch(p.inputs, out);
+  for (const h::TensorSpec& o : m.outputs) {
+    const auto [worst_slice, whole] = output_errors(m, o.name, out.at(o.name).decode(), p.oracle.at(o.name));
+    rows.push_back({m.name, o.name, std::string(ref::dtype_name(dtype)), T, seed, worst_slice, whole});
+  }
+}
+
+ref::Tensor<float> to_float(const ref::Tensor<double>& x) {
+  ref::Tensor<float> r;
+  r.shape = x.shape;
+  for (double v : x.data) r.data.push_back(static_cast<float>(v));
+  return r;
+}
+
+// GDN's dg [B,T,H] by identity I3 in float (delta_rule::log_decay_gradient_by_identity), per head, from
+// the float forward's o and final state, the float adjoint's dv and the case's v and cotangents.
+ref::Tensor<double> identity_form_dg(const h::ValueMap& in, const h::ValueMap& forward, const h::ValueMap& grads) {
+  namespace dr = ref::delta_rule;
+  const ref::Tensor<float> o = to_float(forward.at("o")), final_state = to_float(forward.at("final_state"));
+  const ref::Tensor<float> v = to_float(in.at("v")), dv = to_float(grads.at("dv")), d_o = to_float(in.at("do"));
+  std::optional<ref::Tensor<float>> dht;
+  if (in.count("dht")) dht = to_float(in.at("dht"));
+  ref::Tensor<double> dg(grads.at("dg").shape);
+  const std::int64_t T = v.dim(1), H = v.dim(2);
+  for (std::int64_t b = 0; b < v.dim(0); ++b)
+    for (std::int64_t hd = 0; hd < H; ++hd) {
+      dr::Cotangents<float> c{ref::head_rows(d_o, b, hd), std::nullopt};
+      if (dht) c.d_final_state = ref::head_state(*dht, b, hd);
+      const ref::Vec<float> r = dr::log_decay_gradient_by_identity<float>(
+          ref::head_rows(o, b, hd), ref::head_state(final_state, b, hd), ref::head_rows(v, b, hd), ref::head_rows(dv, b, hd), c);
+      for (std::int64_t t = 0; t < T; ++t) dg.data[(b * T + t) * H + hd] = r(t);
+    }
+  return dg;
+}
+
+// One strong-decay case of gdn-backward: the generator's inputs with g ~ U(−8, −3), rounded to the
+// dtype; dg in float by the direct form (the float serial adjoint's α_t dα_t) and by identity I3, both
+// kept in float (not rounded to the dtype, which would hide the forms' difference at bf16), against
+// the dd oracle's dg.
+DgFormRow run_dg_forms_case(const GradientGrid& g, std::int64_t T, std::uint64_t seed, Dtype dtype) {
+  const h::Mechanism& m = h::find_mechanism("gdn-backward");
+  h::CaseSpec spec;
+  spec.mechanism = m.name;
+  spec.dtype = dtype;
+  spec.shape = {1, T, 1, g.K, g.V};
+  spec.seed = seed;
+  h::ValueMap values = m.generate(spec.shape, seed, m.resolve_knobs({}));
+  cases::Rng rng(cases::mix_seed(seed, kStrongDecayStream));
+  values.at("g") = cases::uniform_tensor(rng, values.at("g").shape, kStrongDecayLo, kStrongDecayHi);
+  const h::PreparedCase p = h::prepare_case(spec, values);
+  const h::ValueMap inputs = h::decode_all(p.inputs);
+  const h::ValueMap grads = m.compute(inputs, h::Precision::f32, ref::Form::serial, 0);
+  const h::ValueMap forward = h::find_mechanism("gdn").compute(inputs, h::Precision::f32, ref::Form::serial, 0);
+  const ref::Tensor<double>& oracle = p.oracle.at("dg");
+  const auto [direct_max, direct_rms] = output_errors(m, "dg", grads.at("dg"), oracle);
+  const auto [identity_max, identity_rms] = output_errors(m, "dg", identity_form_dg(inputs, forward, grads), oracle);
+  return {std::string(ref::dtype_name(dtype)), T, seed, direct_rms, identity_rms, direct_max, identity_max};
+}
+
+Section gradient_section(const ReportContext& ctx) {
+  const auto start = std::chrono::steady_clock::now();
+  const GradientGrid g = gradient_grid_for(ctx);
+  std::vector<GradientRow> rows;
+  std::vector<DgFormRow> dg_rows;
+  std::vector<std::string> twins;
+  for (const h::Mechanism& m : h::mechanisms()) {
+    if (!m.computes_gradients()) continue;
+    twins.push_back(m.name);
+    const auto twin_start = std::chrono::steady_clock::now();
+    for (std::int64_t T : g.lengths)
+      for (int s = 0; s < g.seeds; ++s)
+        for (Dtype d : kDtypes) run_gradient_case(g, m, T, ctx.seed + static_cast<std::uint64_t>(s), d, rows);
+    std::cerr << "larc report: gradients: " << m.name << " ("
+              << num(std::chrono::duration<double>(std::chrono::steady_clock::now() - twin_start).count()) << " s)\n";
+  }
+  for (std::int64_t T : g.lengths)
+    for (int s = 0; s < g.seeds; ++s)
+      for (Dtype d : kDtypes) dg_rows.push_back(run_dg_forms_case(g, T, ctx.seed + static_cast<std::uint64_t>(s), d));
+
+  Csv csv("mechanism,gradient,dtype,T,seed,max_rel_err,rel_rms,unit_roundoff");
+  for (const GradientRow& r : rows)
+    csv.cell(r.mechanism).cell(r.gradient).cell(r.dtype).cell(r.T).cell(static_cast<std::int64_t>(r.seed))
+        .cell(r.max_rel_err).cell(r.rel_rms).cell(ref::dtype_unit_roundoff(h::parse_dtype(r.dtype))).end_row();
+  write_data(ctx, "gradient_error_vs_T.csv", csv.text());
+  Csv forms("dtype,T,seed,form,max_rel_err,rel_rms,unit_roundoff");
+  for (const DgFormRow& r : dg_rows)
+    for (const auto& [form, mx, rms] : {std::tuple<const char*, double, double>{"direct", r.direct_max, r.direct_rms},
+                                        {"identity", r.identity_max, r.identity_rms}})
+      forms.cell(r.dtype).cell(r.T).cell(static_cast<std::int64_t>(r.seed)).cell(std::string(form)).cell(mx).cell(rms)
+          .cell(ref::dtype_unit_roundoff(h::parse_dtype(r.dtype))).end_row();
+  write_data(ctx, "dg_forms.csv", forms.text());
+
+  Section s;
+  s.figures = {{"gradient_error_vs_T", {"gradient_error_vs_T.csv"}}, {"dg_forms", {"dg_forms.csv"}}};
+  std::ostringstream md;
+  md << "## 7. Gradients: error versus T, and dg's two forms under strong decay\n\n"
+     << figure_markdown(ctx, s.figures[0], "gradient relative error versus T per gradient twin, gradient and dtype") << "\n"
+     << "**What is computed.** Every gradient twin in the registry (docs/gate.md \"Gradient cases\"), inputs and "
+        "cotangents from its generator at default knobs (do and dht at matched magnitudes where the forward has a "
+        "final state), B = H = 1, K = " << g.K << ", V = " << g.V << ", T ∈ {";
+  for (std::size_t i = 0; i < g.lengths.size(); ++i) md << (i ? ", " : "") << g.lengths[i];
+  md << "}, " << g.seeds << " seed(s) from " << ctx.seed << ". The inputs are rounded once to bf16, fp16 or fp32; the "
+        "gate's CPU subject `ref-serial-f32` of the twin — the serial adjoint (the reference's backward verb, "
+        "checkpointed every 64 tokens) in float, each gradient rounded to its dtype (dh0 float32) — is compared with "
+        "the oracle, the same verb at dd_real on the same inputs. Plotted: the whole-tensor relative error "
+        "‖y − o‖_F/‖o‖_F per gradient (marker) and dtype (colour), the largest over the seeds; the data file also "
+        "holds the worst slice's error as the gradient policy slices (per timestep; dh0 per (sequence, head)). "
+        "Dashed: each dtype's unit roundoff.\n\n";
+  md << "Whole-tensor relative error at T = " << g.lengths.front() << " and T = " << g.lengths.back()
+     << " (largest over seeds):\n\n| twin | gradient |";
+  for (Dtype d : kDtypes)
+    md << " " << ref::dtype_name(d) << " T=" << g.lengths.front() << " | " << ref::dtype_name(d) << " T=" << g.lengths.back() << " |";
+  md << "\n|---|---|";
+  for (std::size_t i = 0; i < 2 * kDtypes.size(); ++i) md << "---|";
+  md << "\n";
+  auto worst_rms = [&](const std::string& twin, const std::string& gradient, Dtype d, std::int64_t T) {
+    double w = -1;
+    for (const GradientRow& r : rows)
+      if (r.mechanism == twin && r.gradient == gradient && r.dtype == ref::dtype_name(d) && r.T == T) w = std::max(w, r.rel_rms);
+    return w;
+  };
+  for (const std::string& twin : twins)
+    for (const h::TensorSpec& o : h::find_mechanism(twin).outputs) {
+      md << "| " << twin << " | " << o.name << " |";
+      for (Dtype d : kDtypes)
+        for (std::int64_t T : {g.lengths.front(), g.lengths.back()}) {
+          const double w = worst_rms(twin, o.name, d, T);
+          md << " " << (w >= 0 ? num(w) : "–") << " |";
+        }
+      md << "\n";
+    }
+  md << "\n### dg: the direct form against the identity form under strong decay\n\n"
+     << figure_markdown(ctx, s.figures[1], "dg's relative error, direct and identity form, under strong decay") << "\n"
+     << "**What is computed.** gdn-backward's inputs as above but with log-decays g ~ U(" << kStrongDecayLo << ", "
+     << kStrongDecayHi << ") on every token (each step keeps at most e⁻³ ≈ 5% of the state), rounded to the dtype. "
+        "dg is computed twice in float from the same rounded inputs: the **direct** form dg_t = α_t⟨P_t, D_t⟩, what "
+        "the float serial adjoint returns, and the **identity** form dg_t = Σ_{s≥t}(o_s·do_s − v_s·dv_s) + ⟨S_T, dht⟩ "
+        "(docs/gradients.md, I3; `delta_rule::log_decay_gradient_by_identity`) from the float forward's o and S_T and "
+        "the float adjoint's dv — the form chunked kernels use chunk-locally. Both are kept in float (not rounded to "
+        "the dtype) and compared with the dd oracle's dg. The two are equal in exact arithmetic (the reference's "
+        "rational tests check it); in float the identity's suffix sums keep the size of the loss's terms while dg_t "
+        "shrinks with the decay, so it cancels.\n\n"
+     << "| dtype | T | direct: ‖·‖ rel. error | identity: ‖·‖ rel. error | identity / direct | direct: worst token | identity: worst token |\n"
+        "|---|---|---|---|---|---|---|\n";
+  for (Dtype d : kDtypes)
+    for (std::int64_t T : g.lengths) {
+      DgFormRow w{std::string(ref::dtype_name(d)), T};
+      for (const DgFormRow& r : dg_rows)
+        if (r.dtype == w.dtype && r.T == T) {
+          w.direct_rms = std::max(w.direct_rms, r.direct_rms), w.identity_rms = std::max(w.identity_rms, r.identity_rms);
+          w.direct_max = std::max(w.direct_max, r.direct_max), w.identity_max = std::max(w.identity_max, r.identity_max);
+        }
+      md << "| " << w.dtype << " | " << T << " | " << num(w.direct_rms) << " | " << num(w.identity_rms) << " | "
+         << (w.direct_rms > 0 ? num(w.identity_rms / w.direct_rms) : "–") << " | " << num(w.direct_max) << " | "
+         << num(w.identity_max) << " |\n";
+    }
+  md << "\n(Largest over the seeds; \"worst token\" is max_t |dg_t − dd_t| / |dd_t| over the tokens where the oracle's "
+        "dg_t is not exactly 0 — t = 0 has dg_0 = 0 without an initial state, docs/gradients.md I7.)\n";
+  s.markdown = md.str();
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
 void write_grid_json(const ReportContext& ctx, const Grid& g) {
   nlohmann::json dtypes;
   for (Dtype d : kDtypes) dtypes[std::string(ref::dtype_name(d))] = ref::dtype_unit_roundoff(d);
@@ -317,8 +550,9 @@ AccuracySections accuracy_sections(const ReportContext& ctx, const H200Gate& h20
   GridData data = compute_grid(ctx, g);
   add_h200_rows(h200, data);
   AccuracySections s{error_vs_length_section(ctx, g, data, h200), timestep_section(ctx, g, data),
-                     certification_section(ctx, g, data)};
+                     certification_section(ctx, g, data), {}};
   s.error_vs_length.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  s.gradients = gradient_section(ctx);
   return s;
 }
 

@@ -52,7 +52,8 @@ std::string readme(const ReportContext& ctx, const std::vector<const Section*>& 
         "form at dd_real (~106 bits), certified as the gate certifies it (section 6). Regenerating needs Debian's "
         "python3-matplotlib (installed by `tools/install-deps.sh`).\n\n"
      << "Contents: summary (claims, gate status, largest errors) · 1 error versus T · 2 per-timestep error of the "
-        "chunked forms · 3 state norms · 4 VLA Jacobian norms · 5 recall · 6 the oracle's self-certification.\n\n";
+        "chunked forms · 3 state norms · 4 VLA Jacobian norms · 5 recall · 6 the oracle's self-certification · 7 "
+        "gradients.\n\n";
   for (const Section* s : sections) md << s->markdown << "\n";
   md << "## How long each part took\n\n| part | seconds |\n|---|---|\n";
   for (const auto& [part, t] : timings) md << "| " << part << " | " << num(t) << " |\n";
@@ -75,7 +76,8 @@ int run_report(const ReportCli& c) {
   const AccuracySections accuracy = accuracy_sections(ctx, h200);
   const Section norms = state_norm_section(ctx), jacobian = jacobian_section(ctx), recall = recall_section(ctx);
   const std::vector<const Section*> in_order = {&summary, &accuracy.error_vs_length, &accuracy.timestep_error, &norms,
-                                                &jacobian, &recall, &accuracy.oracle_certification};
+                                                &jacobian, &recall, &accuracy.oracle_certification,
+                                                &accuracy.gradients};
   std::vector<Figure> figures;
   for (const Section* s : in_order) figures.insert(figures.end(), s->figures.begin(), s->figures.end());
   const auto plots_start = std::chrono::steady_clock::now();
@@ -86,6 +88,7 @@ int run_report(const ReportCli& c) {
                            {"section 3: state norms", norms.seconds},
                            {"section 4: Jacobian norms", jacobian.seconds},
                            {"section 5: recall", recall.seconds},
+                           {"section 7: gradients", accuracy.gradients.seconds},
                            {"the figures (matplotlib)", std::chrono::duration<double>(now - plots_start).count()}};
   const double seconds = std::chrono::duration<double>(now - start).count();
   write_text_file(ctx.out_dir + "/README.md", readme(ctx, in_order, timings, seconds));

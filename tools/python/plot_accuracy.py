@@ -4,7 +4,7 @@
     plot_accuracy.py --data DIR --out DIR FIGURE...
 
 Each FIGURE is the name of one figure (error_vs_T, timestep_error, state_norms, vla_jacobian, recall,
-oracle_certification); FIGURE.png is written into --out from the CSV/JSON files in --data. Nothing is
+oracle_certification, gradient_error_vs_T, dg_forms); FIGURE.png is written into --out from the CSV/JSON files in --data. Nothing is
 computed here beyond grouping and taking maxima: the numbers come from larc. `larc report` runs this
 script after writing the data; run it alone to redraw a figure. Needs matplotlib (Debian's
 python3-matplotlib); uses the Agg backend (no display).
@@ -242,7 +242,76 @@ def oracle_certification(data, out):
     fig.savefig(out, dpi=110)
 
 
-FIGURES = {f.__name__: f for f in (error_vs_T, timestep_error, state_norms, vla_jacobian, recall, oracle_certification)}
+GRADIENT_MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*"]
+
+
+def gradient_error_vs_T(data, out):
+    rows = read_csv(data, "gradient_error_vs_T.csv")
+    twins = list(dict.fromkeys(r["mechanism"] for r in rows))
+    fig, axes = panel_grid(len(twins))
+    unit = {r["dtype"]: number(r["unit_roundoff"]) for r in rows}
+    for ax, twin in zip(axes, twins):
+        mine = [r for r in rows if r["mechanism"] == twin]
+        gradients = list(dict.fromkeys(r["gradient"] for r in mine))
+        worst = defaultdict(float)  # (gradient, dtype, T) -> max over seeds
+        for r in mine:
+            key = (r["gradient"], r["dtype"], int(r["T"]))
+            worst[key] = max(worst[key], number(r["rel_rms"]))
+        curves = defaultdict(list)
+        for (gradient, dtype, T), e in sorted(worst.items()):
+            curves[(gradient, dtype)].append((T, positive(e, 1e-17)))
+        for (gradient, dtype), pts in curves.items():
+            xs, ys = zip(*pts)
+            marker = GRADIENT_MARKERS[gradients.index(gradient) % len(GRADIENT_MARKERS)]
+            ax.plot(xs, ys, marker=marker, color=DTYPE_COLOURS.get(dtype, "gray"), markersize=4, linewidth=0.9,
+                    label=gradient if dtype == "fp32" else None)
+        for dtype, u in unit.items():
+            ax.axhline(u, color=DTYPE_COLOURS.get(dtype, "gray"), linewidth=0.8, linestyle=(0, (4, 3)), alpha=0.7)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(twin, fontsize=10)
+        ax.set_xlabel("T")
+        ax.set_ylabel("‖y − o‖ / ‖o‖")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=6, ncol=2, title="marker: gradient", title_fontsize=6)
+    fig.suptitle("Gradients: float serial adjoint against the dd oracle versus T (whole tensor, worst seed); colour: "
+                 "dtype (bf16 red, fp16 orange, fp32 blue); dashed: the dtype's unit roundoff u", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.savefig(out, dpi=110)
+
+
+def dg_forms(data, out):
+    rows = read_csv(data, "dg_forms.csv")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
+    styles = {"direct": ("o", "-"), "identity": ("s", "--")}
+    for ax, column in ((left, "rel_rms"), (right, "max_rel_err")):
+        worst = defaultdict(float)  # (form, dtype, T) -> max over seeds
+        for r in rows:
+            key = (r["form"], r["dtype"], int(r["T"]))
+            worst[key] = max(worst[key], number(r[column]))
+        curves = defaultdict(list)
+        for (form, dtype, T), e in sorted(worst.items()):
+            curves[(form, dtype)].append((T, positive(e, 1e-17)))
+        for (form, dtype), pts in curves.items():
+            xs, ys = zip(*pts)
+            marker, line = styles.get(form, ("d", "-."))
+            ax.plot(xs, ys, marker=marker, linestyle=line, color=DTYPE_COLOURS.get(dtype, "gray"), markersize=4,
+                    label=f"{form} {dtype}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("T")
+        ax.grid(True, which="major", alpha=0.3)
+    left.set_title("whole tensor ‖dg − dg_dd‖ / ‖dg_dd‖", fontsize=10)
+    right.set_title("worst token max_t |dg_t − dg_dd,t| / |dg_dd,t|", fontsize=10)
+    left.legend(fontsize=7, ncol=2)
+    fig.suptitle("GDN's dg under strong decay (g ~ U(−8, −3)) in float: direct form α_t⟨P_t, D_t⟩ against the "
+                 "identity Σ_{s≥t}(o_s·do_s − v_s·dv_s) + ⟨S_T, dht⟩", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    fig.savefig(out, dpi=110)
+
+
+FIGURES = {f.__name__: f for f in (error_vs_T, timestep_error, state_norms, vla_jacobian, recall, oracle_certification,
+                                   gradient_error_vs_T, dg_forms)}
 
 
 def main():

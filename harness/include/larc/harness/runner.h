@@ -48,6 +48,9 @@ TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype);
 // Generates the inputs of `spec` and computes the oracle and its error estimate. A size below 1 or a
 // tensor past kMaxTensorElements throws std::invalid_argument naming it.
 PreparedCase prepare_case(const CaseSpec& spec);
+// The same with the given inputs (float64, each rounded here to its tensor's dtype) in place of the
+// generator's: a case in a regime no knob reaches (the accuracy report's strong decays).
+PreparedCase prepare_case(const CaseSpec& spec, const ValueMap& values);
 // The oracle and its estimate for inputs given in the case's dtype (used by prepare_case and by
 // `larc fixtures gen`). Here and in run_subject and judge_candidate, inputs that are missing,
 // misshapen, non-finite or out of their range (a log-decay above 0, β outside [0, 1]) throw
