@@ -1,7 +1,8 @@
 // The GPU kernels of gpu/'s registry as subjects of the harness's registry (DESIGN.md "One kernel
 // registry"): each kernel whose mechanism the harness knows becomes a subject with the kernel's name,
-// dtypes and limits. Built only where gpu/ is (LARC_HAVE_CUDA), and registered only where a device
-// is present, so the gate, fuzz and tests see GPU subjects exactly on a GPU machine.
+// dtypes and limits. gpu_subjects.cpp defines these where gpu/ is built, and registers the kernels only
+// where a device is present, so the gate, fuzz and tests see GPU subjects exactly on a GPU machine;
+// no_gpu_subjects.cpp defines them empty everywhere else (a CPU-only build, liblarc.so).
 #pragma once
 
 #include <vector>

@@ -199,17 +199,19 @@ Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradie
   return m;
 }
 
-// A gradient twin whose baselines add the decays' gradient as a chunked backward kernel computes it
-// (reference/chunk_local_decay_gradient.h; docs/gate.md "Gradient cases"): its chunked form is
-// chunk_local_at(in, chunk) in scalar S, its serial form gradients_at's.
-template <class GradientsAt, class ChunkLocalAt>
-Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at,
-                        ChunkLocalAt chunk_local_at) {
+// A gradient twin with a chunked form beside its serial one, as baselines (docs/gate.md "Gradient
+// cases"): gradients_at(in, chunk) in scalar S gives the backward verb's gradients for chunk = nullopt,
+// and for a chunk size the gradients that chunk kernels form another way (dβ, the decays' gradient:
+// reference/chunk_local_decay_gradient.h) formed their way.
+template <class GradientsAt>
+Mechanism gradient_twin_with_chunked_form(const Mechanism& forward, std::vector<TensorSpec> gradients,
+                                          GradientsAt gradients_at) {
   Mechanism m = gradient_twin_shell(forward, std::move(gradients));
   m.forms = {ref::Form::serial, ref::Form::chunked};
-  m.compute = [gradients_at, chunk_local_at](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
+  m.compute = [gradients_at](const ValueMap& in, Precision p, ref::Form form, std::int64_t chunk) {
     return at_precision(p, [&]<class S>() {
-      return form == ref::Form::chunked ? chunk_local_at.template operator()<S>(in, chunk) : gradients_at.template operator()<S>(in);
+      return form == ref::Form::chunked ? gradients_at.template operator()<S>(in, std::optional(chunk))
+                                        : gradients_at.template operator()<S>(in, std::nullopt);
     });
   };
   return m;

@@ -217,10 +217,7 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
     }
     return gradient_values(grads, "beta", head_group(in));
   };
-  out.push_back(gradient_twin(
-      gdn_m, delta_rule_gradients(true, "beta"),
-      [=]<class S>(const ValueMap& in) { return gdn_gradients.template operator()<S>(in, std::nullopt); },
-      [=]<class S>(const ValueMap& in, std::int64_t chunk) { return gdn_gradients.template operator()<S>(in, chunk); }));
+  out.push_back(gradient_twin_with_chunked_form(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients));
   const auto deltanet_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
     const auto [q, k] = grouped_qk<S>(in);
     return gradient_values(dr::deltanet_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
@@ -228,10 +225,7 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
                                                             kCheckpoint, step_gradient_of(chunk_local)),
                            "beta", head_group(in));
   };
-  out.push_back(gradient_twin(
-      deltanet_m, delta_rule_gradients(false, "beta"),
-      [=]<class S>(const ValueMap& in) { return deltanet_gradients.template operator()<S>(in, std::nullopt); },
-      [=]<class S>(const ValueMap& in, std::int64_t chunk) { return deltanet_gradients.template operator()<S>(in, chunk); }));
+  out.push_back(gradient_twin_with_chunked_form(deltanet_m, delta_rule_gradients(false, "beta"), deltanet_gradients));
   const auto kla_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
     const auto [q, k] = grouped_qk<S>(in);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), eta = cast_tensor<S>(in.at("eta"));
@@ -245,10 +239,7 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
     }
     return gradient_values(grads, "eta", head_group(in));
   };
-  out.push_back(gradient_twin(
-      kla_m, delta_rule_gradients(true, "eta"),
-      [=]<class S>(const ValueMap& in) { return kla_gradients.template operator()<S>(in, std::nullopt); },
-      [=]<class S>(const ValueMap& in, std::int64_t chunk) { return kla_gradients.template operator()<S>(in, chunk); }));
+  out.push_back(gradient_twin_with_chunked_form(kla_m, delta_rule_gradients(true, "eta"), kla_gradients));
 }
 
 }  // namespace larc::harness::detail

@@ -61,12 +61,11 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
     return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
                     {"dgk", to_double_tensor(g.dgk)}, {"dh0", to_double_tensor(g.d_initial_state)}};
   };
-  out.push_back(gradient_twin(
+  out.push_back(gradient_twin_with_chunked_form(
       out.back(),
       {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k"), gradient_spec("dv", "BTHV", "∂L/∂v"),
        gradient_spec("dgk", "BTHK", "∂L/∂gk (per-channel log-decays)"), initial_state_gradient_spec()},
-      [=]<class S>(const ValueMap& in) { return gradients.template operator()<S>(in, std::nullopt); },
-      [=]<class S>(const ValueMap& in, std::int64_t chunk) { return gradients.template operator()<S>(in, chunk); }));
+      gradients));
 }
 
 }  // namespace larc::harness::detail

@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "reference_subjects.h"
-#ifdef LARC_HAVE_CUDA
 #include "gpu_subjects.h"
-#endif
+#include "reference_subjects.h"
 
 namespace larc::harness {
 
@@ -65,9 +63,7 @@ std::vector<Subject>& registry() {
   static std::vector<Subject> all = [] {
     std::vector<Subject> out;
     detail::register_reference_subjects(out);
-#ifdef LARC_HAVE_CUDA
     detail::register_gpu_subjects(out);
-#endif
     return out;
   }();
   return all;
@@ -92,12 +88,8 @@ void register_subject(Subject s) {
 
 const std::vector<Subject>& subjects() { return registry(); }
 
-std::string assign_gpu_to_shard([[maybe_unused]] std::uint64_t shard_index) {
-#ifdef LARC_HAVE_CUDA
+std::string assign_gpu_to_shard(std::uint64_t shard_index) {
   return detail::assign_gpu_to_shard(shard_index);
-#else
-  return "";
-#endif
 }
 
 const Subject& find_subject(std::string_view name, std::string_view mechanism) {

@@ -44,7 +44,18 @@ Vec<S> state_term_rows(const Tensor<S>& final_state, const std::optional<Tensor<
   return state.cwiseProduct(head_state(*d_final_state, b, h)).rowwise().sum();
 }
 
-// The delta rule's (GDN, KLA) dg [B,T,H] from the forward's o [B,T,H,V] and final state, the cotangents,
+// The delta rule's (GDN, KLA) dg of one head (T): the terms o_t·do_t − v_t·dv_t (do empty: zero) summed
+// chunk by chunk, seeded by the direct dg at each next chunk's first token and by ⟨S_T, dht⟩ =
+// `final_term` after the last.
+template <class S>
+Vec<S> chunk_local_log_decay_gradient(const Mat<S>& o, const Mat<S>& d_o, const Mat<S>& v, const Mat<S>& dv,
+                                      const Vec<S>& dg_direct, const S& final_term, Eigen::Index chunk) {
+  Mat<S> terms = -v.cwiseProduct(dv).rowwise().sum();
+  if (d_o.size() != 0) terms += o.cwiseProduct(d_o).rowwise().sum();
+  return chunk_local_suffix_sums<S>(terms, dg_direct, Vec<S>::Constant(1, final_term), chunk).col(0);
+}
+
+// The same for every head: dg [B,T,H] from the forward's o [B,T,H,V] and final state, the cotangents,
 // v and the backward's dv and direct dg.
 template <class S>
 Tensor<S> chunk_local_log_decay_gradient(const Tensor<S>& o, const Tensor<S>& final_state, const BatchedCotangents<S>& cot,
@@ -52,13 +63,11 @@ Tensor<S> chunk_local_log_decay_gradient(const Tensor<S>& o, const Tensor<S>& fi
   const std::int64_t B = dg.dim(0), T = dg.dim(1), H = dg.dim(2);
   Tensor<S> out({B, T, H});
   for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Mat<S> d_o = cot.head_d_o(b, h);
-      Mat<S> terms = -head_rows(v, b, h).cwiseProduct(head_rows(dv, b, h)).rowwise().sum();
-      if (d_o.size() != 0) terms += head_rows(o, b, h).cwiseProduct(d_o).rowwise().sum();
-      const Vec<S> final_term = Vec<S>::Constant(1, state_term_rows(final_state, cot.d_final_state, b, h).sum());
-      set_head_gate(out, b, h, Vec<S>(chunk_local_suffix_sums<S>(terms, head_gate(dg, b, h), final_term, chunk).col(0)));
-    }
+    for (std::int64_t h = 0; h < H; ++h)
+      set_head_gate(out, b, h,
+                    chunk_local_log_decay_gradient<S>(head_rows(o, b, h), cot.head_d_o(b, h), head_rows(v, b, h),
+                                                      head_rows(dv, b, h), head_gate(dg, b, h),
+                                                      state_term_rows(final_state, cot.d_final_state, b, h).sum(), chunk));
   return out;
 }
 

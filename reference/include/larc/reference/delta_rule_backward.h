@@ -114,11 +114,9 @@ template <class S>
 Vec<S> log_decay_gradient_by_identity(const Mat<S>& o, const Mat<S>& final_state, const Mat<S>& v, const Mat<S>& dv,
                                       const Cotangents<S>& c) {
   const Eigen::Index T = v.rows();
-  Mat<S> terms = -v.cwiseProduct(dv).rowwise().sum();
-  if (c.d_o.size() != 0) terms += o.cwiseProduct(c.d_o).rowwise().sum();
-  const Vec<S> final_term = Vec<S>::Constant(1, c.d_final_state ? S(final_state.cwiseProduct(*c.d_final_state).sum()) : S(0));
-  // One chunk spanning the sequence: the suffix sums seeded by ⟨S_T, dht⟩ (chunk_local_decay_gradient.h).
-  return chunk_local_suffix_sums<S>(terms, Mat<S>::Zero(T, 1), final_term, std::max<Eigen::Index>(T, 1)).col(0);
+  const S final_term = c.d_final_state ? S(final_state.cwiseProduct(*c.d_final_state).sum()) : S(0);
+  // One chunk spanning the sequence (chunk_local_decay_gradient.h): no direct dg is read.
+  return chunk_local_log_decay_gradient<S>(o, c.d_o, v, dv, Vec<S>::Zero(T), final_term, std::max<Eigen::Index>(T, 1));
 }
 
 // KLA's step β_t = η_t / (‖k_t‖² + ε) (kla_beta): the gradients of η and the key's total gradient

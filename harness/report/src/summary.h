@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "report_h200.h"
-#include "report_section.h"
+#include "h200.h"
+#include "section.h"
 
-namespace larc::cli::report {
+namespace larc::report {
 
 // The claims: run every registered claim at its defaults (seed ctx.seed), or, when `claims_ledger`
 // names a ledger written by `larc claims --json`, read the verdicts from it. The CPU gate: the
@@ -15,4 +15,4 @@ namespace larc::cli::report {
 // ctx.small). The GPU kernels: `h200`, when present.
 Section summary_section(const ReportContext& ctx, const std::string& claims_ledger, const H200Gate& h200);
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

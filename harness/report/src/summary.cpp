@@ -1,4 +1,4 @@
-#include "report_summary.h"
+#include "summary.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,7 +13,7 @@
 #include "larc/harness/gate.h"
 #include "larc/properties/claims.h"
 
-namespace larc::cli::report {
+namespace larc::report {
 
 namespace {
 namespace h = larc::harness;
@@ -157,4 +157,4 @@ Section summary_section(const ReportContext& ctx, const std::string& claims_ledg
   return s;
 }
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

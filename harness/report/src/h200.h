@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace larc::cli::report {
+namespace larc::report {
 
 struct H200Gate {
   std::string path;
@@ -17,4 +17,4 @@ struct H200Gate {
 // Reads `path` when it exists; an unreadable or malformed file throws std::invalid_argument naming it.
 H200Gate read_h200_gate(const std::string& path);
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

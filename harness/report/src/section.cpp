@@ -1,14 +1,14 @@
-#include "report_section.h"
+#include "section.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "output_files.h"
+#include "larc/fixtures/atomic_file.h"
 
-namespace larc::cli::report {
+namespace larc::report {
 
 void write_data(const ReportContext& ctx, const std::string& file, const std::string& text) {
-  write_text_file(ctx.data_dir + "/" + file, text);
+  fixtures::write_file_atomically(ctx.data_dir + "/" + file, text);
 }
 
 Csv& Csv::cell(const std::string& s) {
@@ -51,4 +51,4 @@ std::string figure_markdown(const ReportContext& ctx, const Figure& f, const std
   return md;
 }
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

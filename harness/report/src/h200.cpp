@@ -1,10 +1,10 @@
-#include "report_h200.h"
+#include "h200.h"
 
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
-namespace larc::cli::report {
+namespace larc::report {
 
 H200Gate read_h200_gate(const std::string& path) {
   H200Gate g;
@@ -22,4 +22,4 @@ H200Gate read_h200_gate(const std::string& path) {
   return g;
 }
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

@@ -1,4 +1,4 @@
-#include "report_memory.h"
+#include "vla_figures.h"
 
 #include <Eigen/SVD>
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include "larc/properties/vla_jacobian.h"
 #include "larc/properties/vla_memory.h"
 
-namespace larc::cli::report {
+namespace larc::report {
 
 namespace {
 namespace vm = larc::props::vla_memory;
@@ -162,4 +162,4 @@ Section recall_section(const ReportContext& ctx) {
   return s;
 }
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

@@ -1,10 +1,10 @@
-#include "report_plots.h"
+#include "plots.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
-namespace larc::cli::report {
+namespace larc::report {
 
 namespace {
 
@@ -63,4 +63,4 @@ void draw_figures(const ReportContext& ctx, const std::string& python, const std
   }
 }
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

@@ -2,12 +2,12 @@
 // the same computations as the claims (larc/properties/vla_memory.h, larc/properties/vla_jacobian.h).
 #pragma once
 
-#include "report_section.h"
+#include "section.h"
 
-namespace larc::cli::report {
+namespace larc::report {
 
 Section state_norm_section(const ReportContext& ctx);  // 3: ‖S_t‖_F versus t (VLA-C3, C7)
 Section jacobian_section(const ReportContext& ctx);    // 4: ‖J_t‖₂ against c = k̂·α̂ (VLA-C1)
 Section recall_section(const ReportContext& ctx);      // 5: recall versus pairs and versus T (VLA-C8)
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

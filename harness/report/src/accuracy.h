@@ -5,10 +5,10 @@
 // direct and identity forms under strong decay.
 #pragma once
 
-#include "report_h200.h"
-#include "report_section.h"
+#include "h200.h"
+#include "section.h"
 
-namespace larc::cli::report {
+namespace larc::report {
 
 struct AccuracySections {
   Section error_vs_length;       // 1: error against the oracle versus T (+ the H200 rows when present)
@@ -19,4 +19,4 @@ struct AccuracySections {
 
 AccuracySections accuracy_sections(const ReportContext& ctx, const H200Gate& h200);
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

@@ -1,4 +1,4 @@
-#include "report_accuracy.h"
+#include "accuracy.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,9 +14,9 @@
 #include "larc/cases/fla_tensors.h"
 #include "larc/cases/rng.h"
 #include "larc/harness/gate.h"
-#include "larc/reference/delta_rule_backward.h"
+#include "larc/reference/chunk_local_decay_gradient.h"
 
-namespace larc::cli::report {
+namespace larc::report {
 
 namespace {
 namespace h = larc::harness;
@@ -382,24 +382,18 @@ ref::Tensor<float> to_float(const ref::Tensor<double>& x) {
   return r;
 }
 
-// GDN's dg [B,T,H] by identity I3 in float (delta_rule::log_decay_gradient_by_identity), per head, from
-// the float forward's o and final state, the float adjoint's dv and the case's v and cotangents.
+// GDN's dg [B,T,H] by identity I3 in float: the chunk-local form (reference/chunk_local_decay_gradient.h)
+// with one chunk spanning the sequence, from the float forward's o and final state, the float adjoint's
+// dv and the case's v and cotangents.
 ref::Tensor<double> identity_form_dg(const h::ValueMap& in, const h::ValueMap& forward, const h::ValueMap& grads) {
-  namespace dr = ref::delta_rule;
-  const ref::Tensor<float> o = to_float(forward.at("o")), final_state = to_float(forward.at("final_state"));
-  const ref::Tensor<float> v = to_float(in.at("v")), dv = to_float(grads.at("dv")), d_o = to_float(in.at("do"));
-  std::optional<ref::Tensor<float>> dht;
-  if (in.count("dht")) dht = to_float(in.at("dht"));
-  ref::Tensor<double> dg(grads.at("dg").shape);
-  const std::int64_t T = v.dim(1), H = v.dim(2);
-  for (std::int64_t b = 0; b < v.dim(0); ++b)
-    for (std::int64_t hd = 0; hd < H; ++hd) {
-      dr::Cotangents<float> c{ref::head_rows(d_o, b, hd), std::nullopt};
-      if (dht) c.d_final_state = ref::head_state(*dht, b, hd);
-      const ref::Vec<float> r = dr::log_decay_gradient_by_identity<float>(
-          ref::head_rows(o, b, hd), ref::head_state(final_state, b, hd), ref::head_rows(v, b, hd), ref::head_rows(dv, b, hd), c);
-      for (std::int64_t t = 0; t < T; ++t) dg.data[(b * T + t) * H + hd] = r(t);
-    }
+  ref::BatchedCotangents<float> cot{to_float(in.at("do")), std::nullopt};
+  if (in.count("dht")) cot.d_final_state = to_float(in.at("dht"));
+  const ref::Tensor<float> v = to_float(in.at("v"));
+  const ref::Tensor<float> r = ref::chunk_local_log_decay_gradient<float>(
+      to_float(forward.at("o")), to_float(forward.at("final_state")), cot, v, to_float(grads.at("dv")),
+      ref::Tensor<float>(grads.at("dg").shape), std::max<std::int64_t>(v.dim(1), 1));
+  ref::Tensor<double> dg(r.shape);
+  dg.data.assign(r.data.begin(), r.data.end());
   return dg;
 }
 
@@ -505,7 +499,7 @@ Section gradient_section(const ReportContext& ctx) {
      << kStrongDecayHi << ") on every token (each step keeps at most e⁻³ ≈ 5% of the state), rounded to the dtype. "
         "dg is computed twice in float from the same rounded inputs: the **direct** form dg_t = α_t⟨P_t, D_t⟩, what "
         "the float serial adjoint returns, and the **identity** form dg_t = Σ_{s≥t}(o_s·do_s − v_s·dv_s) + ⟨S_T, dht⟩ "
-        "(docs/gradients.md, I3; `delta_rule::log_decay_gradient_by_identity`) from the float forward's o and S_T and "
+        "(docs/gradients.md, I3; `chunk_local_log_decay_gradient` with one chunk) from the float forward's o and S_T and "
         "the float adjoint's dv — the form chunked kernels use chunk-locally. Both are kept in float (not rounded to "
         "the dtype) and compared with the dd oracle's dg. The two are equal in exact arithmetic (the reference's "
         "rational tests check it); in float the identity's suffix sums keep the size of the loss's terms while dg_t "
@@ -556,4 +550,4 @@ AccuracySections accuracy_sections(const ReportContext& ctx, const H200Gate& h20
   return s;
 }
 
-}  // namespace larc::cli::report
+}  // namespace larc::report

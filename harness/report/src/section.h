@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace larc::cli::report {
+namespace larc::report {
 
 struct ReportContext {
   std::string out_dir;   // README.md and the PNGs
@@ -54,4 +54,4 @@ std::string num(double x, int digits = 3);
 // The Markdown of a figure: the image, its data files and the commands that made it.
 std::string figure_markdown(const ReportContext& ctx, const Figure& f, const std::string& alt);
 
-}  // namespace larc::cli::report
+}  // namespace larc::report
