@@ -11,6 +11,9 @@ __all__ = ["gate", "cases", "check", "Case", "Result", "GateFailure", "mechanism
 
 
 def __getattr__(name):
+    if name == "gpu":  # larc's own CUDA kernels (larc/gpu.py), loaded on first use
+        import importlib
+        return importlib.import_module(".gpu", __name__)
     if name in __all__:
         from . import _case
         return getattr(_case, name)

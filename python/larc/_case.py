@@ -166,8 +166,8 @@ class Result:
         self.fixture = self.candidate = None
 
     def __del__(self):
-        if self._handle and _native._lib is not None:
-            _native._lib.larc_result_free(self._handle)
+        if self._handle and _native.loaded():
+            _native.lib().larc_result_free(self._handle)
 
     @property
     def passed(self):
@@ -269,8 +269,8 @@ class Case:
         return cls(spec, f"fixture:{os.path.basename(path).removesuffix('.safetensors')}", handle)
 
     def __del__(self):
-        if self._handle and _native._lib is not None:
-            _native._lib.larc_case_free(self._handle)
+        if self._handle and _native.loaded():
+            _native.lib().larc_case_free(self._handle)
 
     def __repr__(self):
         return f"larc.Case({self.id!r}, {self.spec['mechanism']})"

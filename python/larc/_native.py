@@ -9,8 +9,34 @@ import json
 import os
 import threading
 
-_lock = threading.Lock()
-_lib = None
+class SharedLibrary:
+    """A native library of the package, loaded once, on first use: at $`env`, else `filename` beside
+    this file. `missing(path)` is the exception raised when it is not there."""
+
+    def __init__(self, env, filename, declare, missing):
+        self._env, self._filename, self._declare, self._missing = env, filename, declare, missing
+        self._lock = threading.Lock()
+        self._lib = None
+
+    def path(self):
+        return os.environ.get(self._env) or os.path.join(os.path.dirname(os.path.abspath(__file__)), self._filename)
+
+    def loaded(self):
+        return self._lib is not None
+
+    def forget(self):
+        """Load again on next use (from the path as it is then)."""
+        with self._lock:
+            self._lib = None
+
+    def get(self):
+        with self._lock:
+            if self._lib is None:
+                path = self.path()
+                if not os.path.exists(path):
+                    raise self._missing(path)
+                self._lib = self._declare(ctypes.CDLL(path))
+        return self._lib
 
 
 class Tensor(ctypes.Structure):
@@ -19,19 +45,15 @@ class Tensor(ctypes.Structure):
 
 
 def library_path():
-    return os.environ.get("LARC_LIBRARY") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "liblarc.so")
+    return _LIBLARC.path()
 
 
 def lib():
-    global _lib
-    with _lock:
-        if _lib is None:
-            path = library_path()
-            if not os.path.exists(path):
-                raise ImportError(f"larc: no native library at {path}: build it (cmake --build build --target larc_python) "
-                                  "and use build/python, or set LARC_LIBRARY to liblarc.so (docs/python.md)")
-            _lib = _declare(ctypes.CDLL(path))
-    return _lib
+    return _LIBLARC.get()
+
+
+def loaded():
+    return _LIBLARC.loaded()
 
 
 def _declare(l):
@@ -49,6 +71,12 @@ def _declare(l):
         f = getattr(l, name)
         f.restype, f.argtypes = restype, argtypes
     return l
+
+
+_LIBLARC = SharedLibrary(
+    "LARC_LIBRARY", "liblarc.so", _declare,
+    lambda path: ImportError(f"larc: no native library at {path}: build it (cmake --build build --target larc_python) "
+                             "and use build/python, or set LARC_LIBRARY to liblarc.so (docs/python.md)"))
 
 
 def _error():

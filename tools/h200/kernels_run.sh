@@ -15,6 +15,7 @@
 #   tools/h200/kernels_run.sh regimes # the gate's edge regimes (heavy tails, orthonormal keys, g = 0 and −∞, β up to 2)
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 #   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
+#   tools/h200/kernels_run.sh torch   # larc's kernels gated from torch (larc.gpu), GPU tests, the gate's default grid
 #   tools/h200/kernels_run.sh backward  # the backward kernels: GPU tests, the gradient gate, compute-sanitizer
 #   tools/h200/kernels_run.sh backward-bench  # the backward kernels' speed beside their forwards and FLA's backward
 # KERNELS=REGEX limits every mode to the kernels whose names match.
@@ -270,6 +271,19 @@ python)
     ${PYTEST_K:+-k "$PYTEST_K"} --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
     --junitxml "$out/python_junit.xml" -o junit_family=legacy -rfEs > "$out/python.txt" 2>&1
   echo "pytest --larc examples/python: exit $?"; tail -25 "$out/python.txt"
+  ;;
+torch)
+  # larc's own kernels called from torch (larc.gpu: python/tests/test_gpu.py, liblarc_gpu.so from the
+  # bundle) gated in-process, planted defects around them, streams; beside them the GPU tests and the
+  # gate's default grid over every GPU kernel, as a check of the tree the bundle was built from.
+  run_tests > "$out/tests.txt" 2>&1 &
+  timeout 300 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --random 8 --json "$out/gate_small.json" \
+    --markdown "$out/gate_small.md" > "$out/gate_small.txt" 2>&1 &
+  PYTHONPATH=$B/python timeout 400 python3 -m pytest python/tests/test_gpu.py -p no:cacheprovider -rfEs \
+    --junitxml "$out/torch_junit.xml" -o junit_family=legacy > "$out/torch.txt" 2>&1
+  echo "pytest python/tests/test_gpu.py: exit $?"; tail -8 "$out/torch.txt"
+  wait
+  echo "gate (default grid + 8 random): $(tail -1 "$out/gate_small.txt")"; cat "$out/tests.txt"
   ;;
 backward)
   # The backward kernels (every *-backward GPU subject; docs/gpu-kernels/delta-rule.md "Fused recurrent

@@ -1,0 +1,115 @@
+// liblarc_gpu.so (include/larc/c/larc_gpu.h): gpu/'s kernel registry and launches, with arguments in
+// JSON so that any language can call them with its own device memory and stream. Every failure is a
+// message naming the argument; nothing throws across the C boundary.
+#include "larc/c/larc_gpu.h"
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "larc/gpu/api.h"
+
+namespace {
+
+using nlohmann::json;
+namespace gpu = larc::gpu;
+
+char* copy_out(const std::string& s) {
+  char* p = new char[s.size() + 1];
+  std::memcpy(p, s.c_str(), s.size() + 1);
+  return p;
+}
+
+gpu::DType dtype_named(const std::string& name, const std::string& where) {
+  for (gpu::DType d : {gpu::DType::bf16, gpu::DType::fp16, gpu::DType::fp32, gpu::DType::i32, gpu::DType::i64})
+    if (gpu::dtype_name(d) == name) return d;
+  throw std::invalid_argument(where + ".dtype: '" + name + "' is not one of bf16, fp16, fp32, int32, int64");
+}
+
+std::vector<std::int64_t> integers(const json& j, const std::string& where) {
+  if (!j.is_array()) throw std::invalid_argument(where + ": expected an array of integers");
+  std::vector<std::int64_t> out;
+  for (const json& x : j) {
+    if (!x.is_number_integer()) throw std::invalid_argument(where + ": expected an array of integers");
+    out.push_back(x.get<std::int64_t>());
+  }
+  return out;
+}
+
+gpu::Tensors tensors(const json& args, const char* key) {
+  gpu::Tensors out;
+  if (!args.contains(key)) return out;
+  const json& group = args.at(key);
+  if (!group.is_object()) throw std::invalid_argument(std::string(key) + ": expected an object of named tensors");
+  for (const auto& [name, t] : group.items()) {
+    const std::string where = std::string(key) + "." + name;
+    if (!t.is_object()) throw std::invalid_argument(where + ": expected {\"data\", \"dtype\", \"shape\"}");
+    if (!t.contains("data") || !t.at("data").is_number_unsigned())
+      throw std::invalid_argument(where + ".data: expected the tensor's device address as a non-negative integer");
+    if (!t.contains("dtype") || !t.at("dtype").is_string()) throw std::invalid_argument(where + ".dtype: expected a dtype name");
+    if (!t.contains("shape")) throw std::invalid_argument(where + ".shape: missing");
+    gpu::TensorView v;
+    v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(t.at("data").get<std::uint64_t>()));
+    v.dtype = dtype_named(t.at("dtype").get<std::string>(), where);
+    v.shape = integers(t.at("shape"), where + ".shape");
+    if (t.contains("strides")) v.strides = integers(t.at("strides"), where + ".strides");
+    out.emplace(name, std::move(v));
+  }
+  return out;
+}
+
+json limits_json(const gpu::KernelLimits& l) {
+  return {{"max_K", l.max_K}, {"max_V", l.max_V}, {"max_T", l.max_T}, {"min_K", l.min_K}, {"head_dims", l.head_dims},
+          {"varlen", l.varlen}, {"initial_state", l.initial_state}, {"scale", l.scale},
+          {"value_head_groups", l.value_head_groups}};
+}
+
+}  // namespace
+
+extern "C" char* larc_gpu_kernels_json(void) {
+  try {
+    json all = json::array();
+    for (const gpu::Kernel& k : gpu::kernels()) {
+      json dtypes = json::array();
+      for (gpu::DType d : k.dtypes) dtypes.push_back(std::string(gpu::dtype_name(d)));
+      all.push_back({{"name", k.name}, {"mechanism", k.mechanism}, {"description", k.description}, {"dtypes", dtypes},
+                     {"limits", limits_json(k.limits)}});
+    }
+    return copy_out(all.dump());
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+extern "C" char* larc_gpu_launch(const char* name, const char* mechanism, int device, void* stream, const char* args_json) {
+  const std::string kernel_name = name ? name : "";
+  try {
+    if (!name || !mechanism) throw std::invalid_argument("name and mechanism: expected strings");
+    const gpu::Kernel* k = gpu::find_kernel(name, mechanism);
+    if (k == nullptr)
+      throw std::invalid_argument("no kernel '" + kernel_name + "' of mechanism '" + mechanism +
+                                  "' (larc_gpu_kernels_json lists them)");
+    if (device < 0) throw std::invalid_argument("device: expected a device index >= 0, got " + std::to_string(device));
+    const json args = json::parse(args_json ? args_json : "", nullptr, false);
+    if (args.is_discarded() || !args.is_object()) throw std::invalid_argument("args: expected a JSON object");
+    gpu::LaunchArgs launch;
+    launch.inputs = tensors(args, "inputs");
+    launch.outputs = tensors(args, "outputs");
+    launch.stream = stream;
+    if (args.contains("scale") && !args.at("scale").is_null()) {
+      if (!args.at("scale").is_number()) throw std::invalid_argument("scale: expected a number");
+      launch.scale = args.at("scale").get<double>();
+    }
+    if (const gpu::Status s = gpu::use_device(device); !s) throw std::runtime_error("device " + std::to_string(device) + ": " + s.message);
+    if (const gpu::Status s = k->launch(launch); !s) throw std::runtime_error(s.message);
+    return nullptr;
+  } catch (const std::exception& e) {
+    return copy_out("larc_gpu_launch: " + kernel_name + ": " + e.what());
+  }
+}
+
+extern "C" void larc_gpu_string_free(char* s) { delete[] s; }
