@@ -109,9 +109,11 @@ def test_planted_defects_around_a_kernel_fail_naming_the_output():
         out["o"][:, -1] = out["o"][:, -2]
         return out
 
-    for defect, output in [(scale_off, "o"), (initial_state_dropped, "final_state"), (last_token_stale, "o")]:
+    # The initial state's part of the final state has decayed away by T = 130 (g down to -1): o's first
+    # tokens are where dropping it shows.
+    for defect, output in [(scale_off, "o"), (initial_state_dropped, "o"), (last_token_stale, "o")]:
         with pytest.raises(larc.GateFailure) as failure:
-            larc.gate(defect, mechanism="gdn", dtype="bf16", shape=(1, 130, 2, 64, 64), seed=3,
+            larc.gate(defect, mechanism="gdn", dtype="fp32", shape=(1, 130, 2, 64, 64), seed=3,
                       knobs={"initial_state": 2}, device="cuda", save_dir=None)
         line = next(x for x in str(failure.value).splitlines() if x.startswith(f"  {output} "))
         assert "FAIL" in line, f"{defect.__name__}: {line}"

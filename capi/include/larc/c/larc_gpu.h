@@ -5,6 +5,12 @@
 #ifndef LARC_C_LARC_GPU_H
 #define LARC_C_LARC_GPU_H
 
+#if defined(LARC_GPU_C_BUILDING)
+#define LARC_GPU_C_API __attribute__((visibility("default")))
+#else
+#define LARC_GPU_C_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -12,7 +18,7 @@ extern "C" {
 /* The registry as JSON: [{"name", "mechanism", "description", "dtypes": ["bf16", ...], "limits":
  * {"max_K", "max_V", "max_T", "min_K", "head_dims", "varlen", "initial_state", "scale",
  * "value_head_groups"}}, ...], in gpu/'s order. Needs no device. */
-char* larc_gpu_kernels_json(void);
+LARC_GPU_C_API char* larc_gpu_kernels_json(void);
 
 /* Enqueues kernel `name` of `mechanism` on `stream` (a cudaStream_t or CUstream; NULL: the default
  * stream) of device `device`, with the tensors of `args_json`:
@@ -23,9 +29,9 @@ char* larc_gpu_kernels_json(void);
  * dtypes "bf16", "fp16", "fp32", "int32", "int64". Returns without synchronising. Returns NULL when
  * the launch was enqueued, else a message naming the kernel and what was wrong (an unknown kernel, a
  * malformed argument, the launcher's validation: nothing is launched then). */
-char* larc_gpu_launch(const char* name, const char* mechanism, int device, void* stream, const char* args_json);
+LARC_GPU_C_API char* larc_gpu_launch(const char* name, const char* mechanism, int device, void* stream, const char* args_json);
 
-void larc_gpu_string_free(char* s);
+LARC_GPU_C_API void larc_gpu_string_free(char* s);
 
 #ifdef __cplusplus
 }
