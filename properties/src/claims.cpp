@@ -80,7 +80,7 @@ std::string cell(std::string s) {
 
 std::string first_sentence(const std::string& s, std::size_t max_len) {
   std::string t = s.substr(0, s.find(". ") == std::string::npos ? s.size() : s.find(". ") + 1);
-  if (t.size() > max_len) t = t.substr(0, max_len - 3) + "...";
+  if (t.size() > max_len) t.replace(max_len - 3, std::string::npos, "...");
   return t;
 }
 }  // namespace
