@@ -86,15 +86,22 @@ struct GridData {
   std::vector<StripRow> strips;
 };
 
+// The report's cases: one sequence of T tokens, one head, K and V, at the mechanism's default knobs.
+h::CaseSpec one_head_case(const h::Mechanism& m, std::int64_t T, std::int64_t K, std::int64_t V, std::uint64_t seed,
+                          Dtype dtype) {
+  h::CaseSpec spec;
+  spec.mechanism = m.name;
+  spec.dtype = dtype;
+  spec.shape = {1, T, 1, K, V};
+  spec.seed = seed;
+  return spec;
+}
+
 // One case: inputs, oracle and estimate as the gate prepares them, every CPU form of the mechanism,
 // the rungs' differences.
 void run_case(const Grid& g, const h::Mechanism& m, std::int64_t T, std::uint64_t seed, Dtype dtype, bool keep_strip,
               GridData& data) {
-  h::CaseSpec spec;
-  spec.mechanism = m.name;
-  spec.dtype = dtype;
-  spec.shape = {1, T, 1, g.K, g.V};
-  spec.seed = seed;
+  const h::CaseSpec spec = one_head_case(m, T, g.K, g.V, seed, dtype);
   const h::PreparedCase p = h::prepare_case(spec);
   const int axis = m.time_axis("o");
   const ref::Tensor<double>& oracle = p.oracle.at("o");
@@ -360,11 +367,7 @@ std::pair<double, double> output_errors(const h::Mechanism& m, const std::string
 // rounded inputs, gradients rounded to their dtypes) against the dd oracle, per gradient.
 void run_gradient_case(const GradientGrid& g, const h::Mechanism& m, std::int64_t T, std::uint64_t seed, Dtype dtype,
                        std::vector<GradientRow>& rows) {
-  h::CaseSpec spec;
-  spec.mechanism = m.name;
-  spec.dtype = dtype;
-  spec.shape = {1, T, 1, g.K, g.V};
-  spec.seed = seed;
+  const h::CaseSpec spec = one_head_case(m, T, g.K, g.V, seed, dtype);
   const h::PreparedCase p = h::prepare_case(spec);
   const h::Subject& s = h::find_subject("ref-serial-f32", m.name);
   h::TensorMap out = h::poisoned_outputs(m, spec.shape, dtype);
