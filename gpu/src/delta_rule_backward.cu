@@ -15,6 +15,7 @@
 #include "chunk_launch.cuh"
 #include "delta_rule_backward.cuh"
 #include "families.h"
+#include "larc/gpu/mechanism_constants.h"
 
 namespace larc::gpu::detail {
 
@@ -28,7 +29,7 @@ using delta_rule::GatedLinearAttention;
 using delta_rule::KaczmarzLinearAttention;
 using delta_rule::LinearAttention;
 
-constexpr float kKlaEps = 1e-6f;  // harness mechanisms_delta_rule.cpp kKlaEps, as kla-fused-recurrent
+constexpr float kKlaEps = float(mechanism_constants::kla_eps);
 constexpr std::int64_t kMaxK = 256;
 
 template <class Pol, class T, int KMAX>

@@ -17,6 +17,7 @@
 #include "chunk_launch.cuh"
 #include "delta_rule_chunked.cuh"
 #include "families.h"
+#include "larc/gpu/mechanism_constants.h"
 
 namespace larc::gpu::detail {
 
@@ -25,7 +26,7 @@ namespace {
 using namespace delta_rule_chunked;
 using namespace chunk_launch;
 
-constexpr float kKlaEps = 1e-6f;  // harness mechanisms_delta_rule.cpp kKlaEps, as kla-fused-recurrent
+constexpr float kKlaEps = float(mechanism_constants::kla_eps);
 constexpr std::int64_t kMaxK = 256;
 
 template <class T, int KP, Step STEP>

@@ -8,6 +8,7 @@
 
 #include "delta_rule_fused.cuh"
 #include "families.h"
+#include "larc/gpu/mechanism_constants.h"
 
 namespace larc::gpu::detail {
 
@@ -15,8 +16,8 @@ namespace {
 
 using namespace delta_rule;
 
-constexpr float kKlaEps = 1e-6f;    // harness mechanisms_delta_rule.cpp kKlaEps
-constexpr float kRatioEps = 1e-6f;  // harness mechanisms_linear_attention.cpp kRatioEps
+constexpr float kKlaEps = float(mechanism_constants::kla_eps);
+constexpr float kRatioEps = float(mechanism_constants::la_ratio_eps);
 constexpr std::int64_t kMaxK = 256;
 
 template <class Pol, class T, int KMAX, int CHUNK>

@@ -3,11 +3,12 @@
 #pragma once
 
 #include "validate.h"
+#include "larc/gpu/mechanism_constants.h"
 
 namespace larc::gpu::detail {
 
 constexpr int kHlaMaxK = 128;
-constexpr float kHlaNormalizedEps = 1e-6f;  // harness/src/mechanisms_hla.cpp's ε of the normalised read
+constexpr float kHlaNormalizedEps = float(mechanism_constants::hla_normalized_eps);  // ε of the normalised read
 
 struct HlaInputs {
   DType dtype{};

@@ -45,6 +45,7 @@
 #include "chunk_operands.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "kernel_common.cuh"
+#include "larc/gpu/mechanism_constants.h"
 #include "register_state_pass.cuh"
 
 namespace larc::gpu::detail::vla_chunked {
@@ -63,7 +64,7 @@ constexpr int kPrepTileV = 64;   // value columns per U pass of chunk_prepare
 constexpr int kOutTileV = 64;    // value columns per chunk_output block
 constexpr int kSquarePitch = kChunk + 4;  // fp32 [64][64] scratch rows (16-byte aligned, ≡ 4 mod 32)
 constexpr float kLambda0 = 1.f;    // A_0 = I/λ0, as vla_fused.cu
-constexpr float kStabEps = 1e-4f;  // floor of δ and of the read's denominator, as vla_fused.cu
+constexpr float kStabEps = float(mechanism_constants::vla_stab_eps);  // floor of δ and of the read's denominator
 
 template <class T>
 struct Params {

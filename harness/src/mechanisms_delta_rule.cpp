@@ -9,6 +9,7 @@
 #include <cmath>
 #include <optional>
 
+#include "larc/gpu/mechanism_constants.h"
 #include "larc/reference/chunk_local_decay_gradient.h"
 #include "larc/reference/delta_rule_backward.h"
 #include "mechanism_support.h"
@@ -18,7 +19,7 @@ namespace larc::harness::detail {
 namespace {
 namespace dr = ref::delta_rule;
 
-constexpr double kKlaEps = 1e-6;
+constexpr double kKlaEps = mechanism_constants::kla_eps;
 
 const std::vector<TensorSpec> kOutputs = {
     {"o", "BTWV", "outputs o_t = scale · S_t^T q_t", false},

@@ -10,6 +10,7 @@
 // entries (the image of a positive feature map), which keeps every denominator ≥ (q_t·k_t)² > 0.
 #include <cmath>
 
+#include "larc/gpu/mechanism_constants.h"
 #include "larc/reference/hla.h"
 #include "larc/reference/hla_backward.h"
 #include "mechanism_support.h"
@@ -21,8 +22,8 @@ namespace hla = ref::hla;
 
 enum class Variant { second_order, second_order_normalized, ahla };
 
-// ε of the normalised read; gpu/src/hla_fused.cu uses the same value.
-constexpr double kNormalizedEps = 1e-6;
+// ε of the normalised read, the kernels' too.
+constexpr double kNormalizedEps = mechanism_constants::hla_normalized_eps;
 
 // AHLA on every head of FLA-layout tensors (hla_batched's counterpart; reference/hla.h batches only
 // the second order); `operands` rounds the chunked form's product operands (hla_ahla.h ahla_chunked).

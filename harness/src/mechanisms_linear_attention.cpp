@@ -5,6 +5,7 @@
 // and, for the ratio form, the final normaliser z [B,H,K], both in float32.
 #include <cmath>
 
+#include "larc/gpu/mechanism_constants.h"
 #include "larc/reference/linear_attention_backward.h"
 #include "mechanism_support.h"
 
@@ -13,7 +14,7 @@ namespace larc::harness::detail {
 namespace {
 namespace la = ref::linear_attention;
 
-constexpr double kRatioEps = 1e-6;
+constexpr double kRatioEps = mechanism_constants::la_ratio_eps;
 
 // The read of "la" (identity features, scale K^{-1/2} or the case's) or "la-ratio" (φ = ELU + 1, ε) in
 // scalar S.

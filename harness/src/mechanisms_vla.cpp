@@ -5,11 +5,16 @@
 // [B,T,H,V] and the final memory Sᵀ [B,H,K,V] in float32. Forms: serial, streamed and chunked
 // (vla_chunked.h; the scan is checked by the claims). Its gradient twin "vla-backward" through
 // vla_backward.h.
+#include "larc/gpu/mechanism_constants.h"
 #include "larc/reference/vla_backward.h"
 #include "larc/reference/vla_chunked.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
+
+// The oracle reads VLA's floor from the reference's default; the kernels from mechanism_constants.
+static_assert(ref::vla::Options<double>{}.stab_eps == mechanism_constants::vla_stab_eps,
+              "reference/vla.h's stab_eps and larc/gpu/mechanism_constants.h's must agree");
 
 namespace {
 // The gradient twin's gradients: dq, dk (with the path through the penalty directions u = norm(k)/√K),
@@ -45,7 +50,7 @@ void register_vla_mechanisms(std::vector<Mechanism>& out) {
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖"}, initial_state_knob(), entries_knob(), key_set_knob()};
   m.edge_regimes = edge_regimes(false);
-  m.parameters = {{"lambda0", 1}, {"stab_eps", 1e-4}, {"feature_map", "elu+1"}, {"read", "ratio"},
+  m.parameters = {{"lambda0", 1}, {"stab_eps", mechanism_constants::vla_stab_eps}, {"feature_map", "elu+1"}, {"read", "ratio"},
                   {"penalty_directions", "norm(k)/sqrt(K)"},
                   {"initial_state", "the initial_state knob: none, zero or random (A_0 = I/lambda0, zeta_0 = 0)"}};
   m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
