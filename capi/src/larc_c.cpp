@@ -24,6 +24,7 @@
 #include "larc/harness/gate.h"
 #include "larc/harness/grade_options.h"
 #include "larc/harness/profile.h"
+#include "owned_string.h"
 
 namespace h = larc::harness;
 namespace fx = larc::fixtures;
@@ -66,12 +67,7 @@ R guarded(R failed, F&& body) {
   return failed;
 }
 
-char* owned_string(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (!out) throw std::bad_alloc();
-  std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
+using larc::c::owned_string;
 
 // Parses a JSON object argument, refusing keys outside `known` (naming the argument and the key).
 json parse_object(const char* text, const char* what, const std::set<std::string>& known) {

@@ -4,7 +4,7 @@
 #include "larc/c/larc_gpu.h"
 
 #include <cstdint>
-#include <cstring>
+#include <cstdlib>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -12,17 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "larc/gpu/api.h"
+#include "owned_string.h"
 
 namespace {
 
 using nlohmann::json;
 namespace gpu = larc::gpu;
 
-char* copy_out(const std::string& s) {
-  char* p = new char[s.size() + 1];
-  std::memcpy(p, s.c_str(), s.size() + 1);
-  return p;
-}
+using larc::c::owned_string;
 
 gpu::DType dtype_named(const std::string& name, const std::string& where) {
   for (gpu::DType d : {gpu::DType::bf16, gpu::DType::fp16, gpu::DType::fp32, gpu::DType::i32, gpu::DType::i64})
@@ -79,7 +76,7 @@ extern "C" char* larc_gpu_kernels_json(void) {
       all.push_back({{"name", k.name}, {"mechanism", k.mechanism}, {"description", k.description}, {"dtypes", dtypes},
                      {"limits", limits_json(k.limits)}});
     }
-    return copy_out(all.dump());
+    return owned_string(all.dump());
   } catch (const std::exception&) {
     return nullptr;
   }
@@ -108,8 +105,8 @@ extern "C" char* larc_gpu_launch(const char* name, const char* mechanism, int de
     if (const gpu::Status s = k->launch(launch); !s) throw std::runtime_error(s.message);
     return nullptr;
   } catch (const std::exception& e) {
-    return copy_out("larc_gpu_launch: " + kernel_name + ": " + e.what());
+    return owned_string("larc_gpu_launch: " + kernel_name + ": " + e.what());
   }
 }
 
-extern "C" void larc_gpu_string_free(char* s) { delete[] s; }
+extern "C" void larc_gpu_string_free(char* s) { std::free(s); }

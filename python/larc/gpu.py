@@ -8,6 +8,7 @@ beside this file, where a build with CUDA stages it. They run on the caller's te
 current stream of the tensors' device; nothing is copied. Without the library (a build without CUDA)
 `available()` is False and everything else raises RuntimeError saying so.
 """
+import copy
 import ctypes
 import json
 import os
@@ -49,23 +50,34 @@ def _take(ptr):
         _library().larc_gpu_string_free(ptr)
 
 
+_registry_of = (None, [])  # (the library it was read from, its registry): a library's registry is fixed
+
+
+def _registry():
+    global _registry_of
+    lib = _library()
+    if _registry_of[0] is not lib:
+        ptr = lib.larc_gpu_kernels_json()
+        if not ptr:
+            raise RuntimeError("larc.gpu: the kernel registry could not be listed")
+        _registry_of = (lib, json.loads(_take(ptr)))
+    return _registry_of[1]
+
+
 def kernels():
     """gpu/'s registry: [{"name", "mechanism", "description", "dtypes", "limits"}] (no device needed)."""
-    ptr = _library().larc_gpu_kernels_json()
-    if not ptr:
-        raise RuntimeError("larc.gpu: the kernel registry could not be listed")
-    return json.loads(_take(ptr))
+    return copy.deepcopy(_registry())
 
 
 def find(name, mechanism=None):
     """The registry entry of kernel `name` (of `mechanism`, where two mechanisms share a kernel name)."""
-    found = [k for k in kernels() if k["name"] == name and mechanism in (None, k["mechanism"])]
+    found = [k for k in _registry() if k["name"] == name and mechanism in (None, k["mechanism"])]
     if not found:
         raise ValueError(f"kernel: no larc kernel {name!r}" + (f" of mechanism {mechanism!r}" if mechanism else "") +
-                         f" (larc.gpu.kernels() lists them: {', '.join(sorted({k['name'] for k in kernels()}))})")
+                         f" (larc.gpu.kernels() lists them: {', '.join(sorted({k['name'] for k in _registry()}))})")
     if len(found) > 1:
         raise ValueError(f"kernel: {name!r} is a kernel of {', '.join(k['mechanism'] for k in found)}: give mechanism=")
-    return found[0]
+    return copy.deepcopy(found[0])
 
 
 def _view(name, t):
@@ -83,7 +95,10 @@ def launch(name, inputs, outputs, mechanism=None, scale=None):
     map the mechanism's tensor names (FLA's layout) to CUDA tensors, the outputs written in place.
     Raises ValueError with the launcher's message (naming the tensor and what it expected) when the
     kernel refuses the launch; nothing is launched then."""
-    entry = find(name, mechanism)
+    _launch(find(name, mechanism), inputs, outputs, scale)
+
+
+def _launch(entry, inputs, outputs, scale):
     tensors = {**inputs, **outputs}
     devices = {t.device for t in tensors.values() if _arrays.is_torch(t)}
     if len(devices) > 1:
@@ -137,8 +152,7 @@ class Kernel:
             shape = [sizes[letter] for letter in o["dims"]]
             outputs[o["name"]] = torch.full(shape, float("nan"), dtype=torch.float32 if o["always_fp32"] else dtype,
                                             device=device)
-        launch(self.entry["name"], tensors, outputs, mechanism=self.entry["mechanism"],
-               scale=scale if self.entry["limits"]["scale"] else None)
+        _launch(self.entry, tensors, outputs, scale if self.entry["limits"]["scale"] else None)
         return outputs
 
 
