@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
+#include "larc/cases/shrink.h"
 #include "mechanism_support.h"
 #include "reference_subjects.h"
 
@@ -184,7 +186,7 @@ std::vector<CaseSpec> reductions(const CaseSpec& spec, const ShapeLimits& limits
       CaseSpec c = spec;
       c.shape.*dim = y;
       if (dim == &Shape::H && spec.shape.HV != 0) c.shape.HV = y * (spec.shape.HV / spec.shape.H);  // keep the groups
-      if (limits.accepts(c.shape)) out.push_back(c);
+      if (limits_accept(limits, c.shape)) out.push_back(c);
     }
   }
   if (spec.shape.value_heads() != spec.shape.H) {  // one value head per query/key head
@@ -220,20 +222,15 @@ ShrinkOutcome shrink_failure(const CaseResult& failing, int max_evaluations, con
   const std::set<std::string> kinds = failure_kinds(failing);
   if (failing.pass) return out;
   const ShapeLimits& limits = find_subject(failing.spec.subject, failing.spec.mechanism).limits;
-  for (bool reduced = true; reduced;) {
-    reduced = false;
-    for (const CaseSpec& candidate : reductions(out.shrunk.spec, limits)) {
-      if (out.evaluations >= max_evaluations) return out;
-      CaseResult r = judge_with(run, candidate);
-      ++out.evaluations;
-      if (!r.pass && shares_kind(kinds, failure_kinds(r))) {
-        out.shrunk = std::move(r);
-        ++out.steps;
-        reduced = true;
-        break;
-      }
-    }
-  }
+  const cases::ShrinkCount n = cases::shrink_greedily(
+      out.shrunk, [&](const CaseResult& r) { return cases::CandidateList<CaseSpec>(reductions(r.spec, limits)); },
+      [&](const CaseSpec& candidate) {
+        CaseResult r = judge_with(run, candidate);
+        return !r.pass && shares_kind(kinds, failure_kinds(r)) ? std::optional<CaseResult>(std::move(r)) : std::nullopt;
+      },
+      max_evaluations);
+  out.steps = n.steps;
+  out.evaluations = n.tries;
   return out;
 }
 

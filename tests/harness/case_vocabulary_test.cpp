@@ -4,6 +4,7 @@
 // numbers only; the fuzzer draws every choice; a fixture keeps the state in float32. The edge regimes:
 // the inputs are what their knobs say, the default grid and the fuzzer draw them, and kernels that
 // assume them away (prefix-sum decays at g = −∞, β clamped to 1) fail only the cases that have them.
+// The one shrinker (cases/shrink.h) that the claims' search and the fuzzer share.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +12,10 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 
+#include "larc/cases/shrink.h"
 #include "larc/harness/fixture.h"
 #include "larc/harness/fuzz.h"
 #include "larc/harness/gate.h"
@@ -212,6 +215,26 @@ TEST(EdgeRegimes, KernelsThatAssumeThemAwayFail) {
     for (const h::PreparedCase* c : {&ph, &ps})
       EXPECT_TRUE(h::run_subject(*c, h::find_subject("ref-chunked-f32", "gdn")).pass);
   }
+}
+
+// Integers fail from 37 up; the candidates of x are 0, x/2 and x − 1, in that order.
+TEST(OneShrinker, MovesToTheFirstCandidateThatStillFailsUntilNoneDoes) {
+  const auto candidates_of = [](int x) { return larc::cases::CandidateList<int>({0, x / 2, x - 1}); };
+  int tries_seen = 0;
+  const auto still_fails = [&](int c) {
+    ++tries_seen;
+    return c >= 37 ? std::optional<int>(c) : std::nullopt;
+  };
+  int x = 1000;
+  const larc::cases::ShrinkCount n = larc::cases::shrink_greedily(x, candidates_of, still_fails);
+  EXPECT_EQ(x, 37);  // 1000 → 500 → 250 → 125 → 62 → 61 → … → 37: no candidate of 37 fails
+  EXPECT_EQ(n.steps, 4 + (62 - 37));
+  EXPECT_EQ(n.tries, tries_seen);
+  int y = 1000;
+  const larc::cases::ShrinkCount budget = larc::cases::shrink_greedily(y, candidates_of, still_fails, 5);
+  EXPECT_EQ(budget.tries, 5);  // 0 (passes), 500 (fails), 0, 250 (fails), 0
+  EXPECT_EQ(y, 250);
+  EXPECT_EQ(budget.steps, 2);
 }
 
 }  // namespace

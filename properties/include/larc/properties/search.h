@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "larc/cases/shrink.h"
+
 namespace larc::props {
 
 template <class Case>
@@ -19,7 +21,8 @@ struct Counterexample {
 };
 
 // Draws `trials` cases from gen (seeded, sizes growing like RapidCheck's), runs check on each
-// (check returns a failure description or nullopt) and greedily shrinks the first failure.
+// (check returns a failure description or nullopt) and shrinks the first failure through its shrink
+// tree with the one shrinker (cases::shrink_greedily).
 template <class Case, class Check>
 std::optional<Counterexample<Case>> find_counterexample(const rc::Gen<Case>& gen, std::uint64_t seed, int trials,
                                                         Check&& check) {
@@ -29,20 +32,15 @@ std::optional<Counterexample<Case>> find_counterexample(const rc::Gen<Case>& gen
     rc::Shrinkable<Case> current = gen(random.split(), size);
     std::optional<std::string> failure = check(current.value());
     if (!failure) continue;
-    Counterexample<Case> cx{current.value(), *failure, i, 0};
-    for (bool progress = true; progress;) {
-      progress = false;
-      auto shrinks = current.shrinks();
-      while (auto candidate = shrinks.next()) {
-        if (auto f = check(candidate->value())) {
-          current = *candidate;
-          cx = {current.value(), *f, i, cx.shrink_steps + 1};
-          progress = true;
-          break;
-        }
-      }
-    }
-    return cx;
+    const cases::ShrinkCount n = cases::shrink_greedily(
+        current, [](const rc::Shrinkable<Case>& c) { return c.shrinks(); },
+        [&](const rc::Shrinkable<Case>& candidate) -> std::optional<rc::Shrinkable<Case>> {
+          std::optional<std::string> f = check(candidate.value());
+          if (!f) return std::nullopt;
+          failure = std::move(f);
+          return candidate;
+        });
+    return Counterexample<Case>{current.value(), *failure, i, n.steps};
   }
   return std::nullopt;
 }
