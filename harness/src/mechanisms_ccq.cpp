@@ -3,15 +3,19 @@
 // same generator and knobs) plus lambda [B,T,H], the read gates λ_t ∈ (0, 1) in FLA's gate layout — SPEC's
 // λ_t = σ(wᵀq_t + b) is a projection computed upstream of the kernel, as FLA's β is, so the generator
 // draws it that way (one w per head) and the mechanism takes λ itself (ccq.h's Options::lambda).
-// Uniform covariance, zero initial state and statistics, scale K^{-1/2} (or the case's: the
-// scale_factor knob). Outputs: o [B,T,H,V], the
-// backbone's final state [B,H,K,V], and the key statistics C_T = Σ_t k_t k_tᵀ [B,H,K,K] and
-// m_T = Σ_t k_t [B,H,K] (n_T = T), all but o in float32.
+// Uniform covariance, scale K^{-1/2} (or the case's: the scale_factor knob). CCQ's state is the
+// backbone's memory and the key statistics (C, m, n): with the initial_state knob a case continues a
+// sequence from the memory initial_state [B,H,K,V] and the statistics initial_key_gram C_0 [B,H,K,K],
+// initial_key_sum m_0 [B,H,K] and initial_key_count n_0 [B,H] (zeros, or a random memory and the
+// statistics of 1 to 16 earlier unit keys), all float32. Outputs: o [B,T,H,V], the
+// backbone's final state [B,H,K,V], and the key statistics C_T = C_0 + Σ_t k_t k_tᵀ [B,H,K,K] and
+// m_T = m_0 + Σ_t k_t [B,H,K] (n_T = n_0 + T), all but o in float32.
 // Forms: q̃ by ccq.h's recurrent (serial, streamed) or chunkwise (chunked) conditioner, then the
 // backbone's batched wrapper in the same form — the composition ccq.h's verbs make per head.
 // Their gradient twins "ccq-gla-backward" and "ccq-gdn-backward" (docs/gate.md "Gradient cases"): the
 // gradient of every required input (dq, dk, dv, the backbone's dgk or dg and dbeta, dlambda) of
-// L = Σ⟨do, o⟩ + ⟨dht, final_state⟩ through ccq_backward.h; the key statistics' cotangents are zero.
+// L = Σ⟨do, o⟩ + ⟨dht, final_state⟩ through ccq_backward.h, and of the initial state: dh0 and the
+// initial statistics' dC0, dm0, dn0 (zeros without one); the final statistics' cotangents are zero.
 #include <cmath>
 #include <stdexcept>
 
@@ -23,10 +27,62 @@ namespace larc::harness::detail {
 namespace {
 namespace ccq = ref::ccq;
 
-constexpr std::uint64_t kReadGateStream = 0xcc0;  // mix_seed stream of λ's weights
+constexpr std::uint64_t kReadGateStream = 0xcc0;      // mix_seed stream of λ's weights
+constexpr std::uint64_t kInitialStatsStream = 0xcc1;  // mix_seed stream of the initial statistics' keys
+constexpr std::int64_t kMaxInitialKeys = 16;          // a random initial state summarises 1 to 16 keys
 
-// The conditioned queries q̃ [B,T,H,K] of every head (uniform covariance, empty initial statistics)
-// and the final key statistics C_T [B,H,K,K], m_T [B,H,K]; `operands` rounds the chunkwise
+const char* const kInitialGram = "initial_key_gram";
+const char* const kInitialSum = "initial_key_sum";
+const char* const kInitialCount = "initial_key_count";
+
+std::vector<TensorSpec> initial_stats_specs() {
+  return {{.name = kInitialGram, .dims = "BHKK", .meaning = "C_0, the key Gram before the first token (zero when absent)",
+           .always_fp32 = true, .optional = true},
+          {.name = kInitialSum, .dims = "BHK", .meaning = "m_0, the key sum before the first token (zero when absent)",
+           .always_fp32 = true, .optional = true},
+          {.name = kInitialCount, .dims = "BH", .meaning = "n_0 ≥ 0, the keys counted before the first token (zero when absent)",
+           .always_fp32 = true, .optional = true, .min = 0}};
+}
+
+// The initial statistics the initial_state knob asks for: zeros, or per (sequence, head) those of
+// n_0 ~ U{1, …, 16} unit keys (a valid state: n_0 > 0 and C_0 − m_0 m_0ᵀ/n_0 positive semidefinite), from
+// a stream of their own.
+void add_initial_stats(ValueMap& in, const Shape& s, std::uint64_t seed, const KnobValues& knobs) {
+  const InitialState choice = initial_state_of(knobs);
+  if (choice == InitialState::none) return;
+  ref::Tensor<double> gram({s.B, s.H, s.K, s.K}), sum({s.B, s.H, s.K}), count({s.B, s.H});
+  if (choice == InitialState::random) {
+    Rng rng(mix_seed(seed, kInitialStatsStream));
+    for (std::int64_t bh = 0; bh < s.B * s.H; ++bh) {
+      const auto n = 1 + static_cast<std::int64_t>(rng.uniform() * kMaxInitialKeys);
+      const ref::Tensor<double> keys = plain_directions(rng, {1, n, 1, s.K, s.V}, 1.0);
+      count.data[bh] = static_cast<double>(n);
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t a = 0; a < s.K; ++a) {
+          sum.data[bh * s.K + a] += keys.data[j * s.K + a];
+          for (std::int64_t c = 0; c < s.K; ++c) gram.data[(bh * s.K + a) * s.K + c] += keys.data[j * s.K + a] * keys.data[j * s.K + c];
+        }
+    }
+  }
+  in[kInitialGram] = std::move(gram);
+  in[kInitialSum] = std::move(sum);
+  in[kInitialCount] = std::move(count);
+}
+
+// The statistics head (b, h) starts from: the case's initial ones, or none.
+template <class S>
+ccq::KeyStats<S> start_stats(const ValueMap& in, std::int64_t b, std::int64_t h, std::int64_t K) {
+  const auto gram = optional_input<S>(in, kInitialGram);
+  if (!gram) return ccq::empty_stats<S>(K);
+  const ref::Tensor<S> sum = cast_tensor<S>(in.at(kInitialSum)), count = cast_tensor<S>(in.at(kInitialCount));
+  const std::int64_t H = gram->dim(1);
+  ccq::KeyStats<S> st{ref::head_state(*gram, b, h), ref::Vec<S>(K), count.data[b * H + h]};
+  for (std::int64_t i = 0; i < K; ++i) st.m(i) = sum.data[(b * H + h) * K + i];
+  return st;
+}
+
+// The conditioned queries q̃ [B,T,H,K] of every head (uniform covariance, from the case's initial
+// statistics) and the final key statistics C_T [B,H,K,K], m_T [B,H,K]; `operands` rounds the chunkwise
 // conditioner's product operands (ccq.h conditioned_queries_chunked).
 template <class S>
 struct ConditionedQueries {
@@ -34,19 +90,19 @@ struct ConditionedQueries {
 };
 
 template <class S>
-ConditionedQueries<S> conditioned_queries(const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& lambda,
-                                          ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+ConditionedQueries<S> conditioned_queries(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+  const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), lambda = cast_tensor<S>(in.at("lambda"));
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
   ConditionedQueries<S> r{ref::Tensor<S>(q.shape), ref::Tensor<S>({B, H, K, K}), ref::Tensor<S>({B, H, K})};
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
       const ref::Mat<S> qh = ref::head_rows(q, b, h), kh = ref::head_rows(k, b, h);
       const ref::Vec<S> lh = ref::head_gate(lambda, b, h), uniform = ref::Vec<S>::Ones(T);
+      const ccq::KeyStats<S> start = start_stats<S>(in, b, h, K);
       const ccq::Conditioned<S> c =
           form == ref::Form::chunked
-              ? ccq::conditioned_queries_chunked<S>(qh, kh, lh, uniform, ccq::empty_stats<S>(K), chunk,
-                                                    ref::MatmulOperands<S>(operands))
-              : ccq::conditioned_queries_recurrent<S>(qh, kh, lh, uniform, ccq::empty_stats<S>(K));
+              ? ccq::conditioned_queries_chunked<S>(qh, kh, lh, uniform, start, chunk, ref::MatmulOperands<S>(operands))
+              : ccq::conditioned_queries_recurrent<S>(qh, kh, lh, uniform, start);
       ref::set_head_rows(r.q_tilde, b, h, c.q);
       ref::set_head_state(r.key_gram, b, h, c.final_stats.c);
       for (std::int64_t i = 0; i < K; ++i) r.key_sum.data[(b * H + h) * K + i] = c.final_stats.m(i);
@@ -71,31 +127,48 @@ ref::Tensor<double> read_gates(Rng& rng, const ref::Tensor<double>& q, double ga
 }
 
 // The gradient twin's gradients per (sequence, head) through ccq::backward (docs/gradients.md, "CCQ"),
-// with the forward's conditioner: λ given (the case's lambda), uniform covariance, empty initial
+// with the forward's conditioner: λ given (the case's lambda), uniform covariance, the case's initial
 // statistics, and no cotangent of the final statistics. head_problem(q, k, v, b, h) is the backbone's
-// problem of head (b, h) with the case's queries; finish(b, h, that problem, the backbone's gradients)
-// writes the backbone's decay and step gradients. dq and dk are total: the read's path through q̃ and
-// the conditioner's through Σ_t (dk's path through the key statistics).
+// problem of head (b, h) with the case's queries and initial state; finish(b, h, that problem, the
+// backbone's gradients) writes the backbone's decay and step gradients. dq and dk are total: the read's
+// path through q̃ and the conditioner's through Σ_t (dk's path through the key statistics).
 template <class S, class HeadProblem, class Finish>
 ValueMap ccq_gradients(const ValueMap& in, HeadProblem head_problem, Finish finish) {
   const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
   const ref::Tensor<S> lambda = cast_tensor<S>(in.at("lambda"));
   const ref::BatchedCotangents<S> cot = cotangents_in<S>(in);
-  ref::Tensor<S> dq(q.shape), dk(k.shape), dv(v.shape), dlambda(lambda.shape);
-  for (std::int64_t b = 0; b < q.dim(0); ++b) {
-    for (std::int64_t h = 0; h < q.dim(2); ++h) {
-      ccq::Problem<S, decltype(head_problem(q, k, v, b, h))> p{head_problem(q, k, v, b, h), {}, std::nullopt};
+  const std::int64_t B = q.dim(0), H = q.dim(2), K = q.dim(3);
+  ref::Tensor<S> dq(q.shape), dk(k.shape), dv(v.shape), dlambda(lambda.shape), dh0({B, H, K, v.dim(3)}),
+      dc0({B, H, K, K}), dm0({B, H, K}), dn0({B, H});
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      ccq::Problem<S, decltype(head_problem(q, k, v, b, h))> p{head_problem(q, k, v, b, h), {}, start_stats<S>(in, b, h, K)};
       p.opt.lambda = ref::head_gate(lambda, b, h);
       const auto g = ccq::backward(p, ccq::Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h), std::nullopt});
       ref::set_head_rows(dq, b, h, g.backbone.dq);
       ref::set_head_rows(dk, b, h, g.backbone.dk);
       ref::set_head_rows(dv, b, h, g.backbone.dv);
       ref::set_head_gate(dlambda, b, h, g.dlambda);
+      ref::set_head_state(dh0, b, h, g.backbone.d_initial_state);
+      ref::set_head_state(dc0, b, h, g.d_initial_stats.c);
+      for (std::int64_t i = 0; i < K; ++i) dm0.data[(b * H + h) * K + i] = g.d_initial_stats.m(i);
+      dn0.data[b * H + h] = g.d_initial_stats.n;
       finish(b, h, p.backbone, g.backbone);
     }
   }
-  return ValueMap{{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)},
-                  {"dlambda", to_double_tensor(dlambda)}};
+  return ValueMap{{"dq", to_double_tensor(dq)},   {"dk", to_double_tensor(dk)},   {"dv", to_double_tensor(dv)},
+                  {"dlambda", to_double_tensor(dlambda)}, {"dh0", to_double_tensor(dh0)}, {"dc0", to_double_tensor(dc0)},
+                  {"dm0", to_double_tensor(dm0)}, {"dn0", to_double_tensor(dn0)}};
+}
+
+// A twin's gradients: one per required input, dh0 and the initial statistics'.
+std::vector<TensorSpec> ccq_gradient_specs(const Mechanism& forward) {
+  std::vector<TensorSpec> g = required_input_gradient_specs(forward);
+  g.push_back(initial_state_gradient_spec());
+  g.push_back({.name = "dc0", .dims = "BHKK", .meaning = "∂L/∂initial_key_gram (float32)", .always_fp32 = true});
+  g.push_back({.name = "dm0", .dims = "BHK", .meaning = "∂L/∂initial_key_sum (float32)", .always_fp32 = true});
+  g.push_back({.name = "dn0", .dims = "BH", .meaning = "∂L/∂initial_key_count (float32)", .always_fp32 = true});
+  return g;
 }
 
 const Mechanism& registered(const std::vector<Mechanism>& out, const std::string& name) {
@@ -112,18 +185,19 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
   m.name = "ccq-" + backbone.name;
   m.description = "curvature-conditioned query on " + backbone.name +
                   " (SPEC §2): q̃_t = (I − λ_t Σ_t) q_t, Σ_t the uniform key covariance; the backbone's write, its read with q̃";
-  // CCQ's forms start from a zero state: the backbone's optional initial state and its knob are not
-  // CCQ's; its read scale is. One value head per query/key head: the conditioner is per head.
+  // The backbone's inputs (its initial state is CCQ's memory; the statistics are CCQ's own). One value
+  // head per query/key head: the conditioner is per head.
   for (const TensorSpec& in : backbone.inputs)
     if (!in.optional) m.inputs.push_back(with_head_axis(in, 'H'));
   m.inputs.push_back({"lambda", "BTH", "read gates λ_t ∈ (0, 1), drawn as σ(wᵀq_t + b)"});
+  m.inputs.push_back(initial_state_spec());
+  for (const TensorSpec& t : initial_stats_specs()) m.inputs.push_back(t);
   m.inputs.push_back(scale_spec());
   m.outputs = {{"o", "BTHV", "outputs o_t = scale · S_tᵀ q̃_t", false},
                {"final_state", "BHKV", "the backbone's state after the last token", true},
                {"final_key_gram", "BHKK", "C_T = Σ_t k_t k_tᵀ", true},
                {"final_key_sum", "BHK", "m_T = Σ_t k_t", true}};
-  for (const Knob& k : backbone.knobs)
-    if (k.name != kInitialStateKnob) m.knobs.push_back(k);
+  m.knobs = backbone.knobs;
   m.knobs.push_back({"lambda_gain", 0, 4, 1, false, "per-head w ~ N(0, gain²/K) in λ_t = σ(wᵀq_t + b)"});
   m.knobs.push_back({"lambda_bias", -6, 6, 0, false, "b in λ_t = σ(wᵀq_t + b)"});
   m.edge_regimes = backbone.edge_regimes;
@@ -137,13 +211,13 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
     ValueMap in = generate_backbone(s, seed, kn);
     Rng rng(mix_seed(seed, kReadGateStream));
     in["lambda"] = read_gates(rng, in.at("q"), kn.at("lambda_gain"), kn.at("lambda_bias"));
+    add_initial_stats(in, s, seed, kn);  // the backbone's generator added the memory
     return in;
   };
   // The outputs in scalar S, in `form`, with the chunked form's operands (the conditioner's and the
   // backbone's) rounded to `operands` (compute and compute_io differ only in these).
   auto outputs = [run_backbone]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-    const ConditionedQueries<S> c = conditioned_queries<S>(cast_tensor<S>(in.at("q")), cast_tensor<S>(in.at("k")),
-                                                           cast_tensor<S>(in.at("lambda")), form, chunk, operands);
+    const ConditionedQueries<S> c = conditioned_queries<S>(in, form, chunk, operands);
     const auto r = run_backbone(in, c.q_tilde, form, chunk, operands);
     return ValueMap{{"o", to_double_tensor(r.o)},
                     {"final_state", to_double_tensor(r.final_state)},
@@ -160,7 +234,7 @@ void register_ccq_mechanisms(std::vector<Mechanism>& out) {
                             []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk,
                                         ref::OperandFormat operands) {
                               return ref::gla::gla_batched<S>(q_tilde, cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
-                                                              cast_tensor<S>(in.at("gk")), scale_in<S>(in), {}, form, chunk,
+                                                              cast_tensor<S>(in.at("gk")), scale_in<S>(in), initial_state_in<S>(in), form, chunk,
                                                               operands);
                             });
   Mechanism on_gdn = ccq_on(registered(out, "gdn"), {ref::Form::serial, ref::Form::chunked, ref::Form::streamed},
@@ -168,18 +242,19 @@ void register_ccq_mechanisms(std::vector<Mechanism>& out) {
                                         ref::OperandFormat operands) {
                               return ref::delta_rule::gdn_batched<S>(q_tilde, cast_tensor<S>(in.at("k")),
                                                                      cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                                                     cast_tensor<S>(in.at("beta")), scale_in<S>(in), {}, form,
+                                                                     cast_tensor<S>(in.at("beta")), scale_in<S>(in), initial_state_in<S>(in), form,
                                                                      chunk, operands);
                             });
   // The gradient twins (after both forwards, so that the forwards keep their places in the registry).
-  Mechanism gla_twin = gradient_twin(on_gla, required_input_gradient_specs(on_gla), []<class S>(const ValueMap& in) {
+  Mechanism gla_twin = gradient_twin(on_gla, ccq_gradient_specs(on_gla), []<class S>(const ValueMap& in) {
     const ref::Tensor<S> gk = cast_tensor<S>(in.at("gk"));
     const std::optional<S> scale = scale_in<S>(in);
+    const auto h0 = initial_state_in<S>(in);
     ref::Tensor<S> dgk(gk.shape);
     ValueMap out = ccq_gradients<S>(
         in,
         [&](const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, std::int64_t b, std::int64_t h) {
-          return ref::gla::head_problem<S>(q, k, v, gk, scale, std::nullopt, b, h);
+          return ref::gla::head_problem<S>(q, k, v, gk, scale, h0, b, h);
         },
         [&](std::int64_t b, std::int64_t h, const ref::gla::Problem<S>& p, const ref::gla::Gradients<S>& g) {
           ref::set_head_rows(dgk, b, h, ref::gla::log_decay_gradient(p.a, g.da));
@@ -187,15 +262,16 @@ void register_ccq_mechanisms(std::vector<Mechanism>& out) {
     out.emplace("dgk", to_double_tensor(dgk));
     return out;
   });
-  Mechanism gdn_twin = gradient_twin(on_gdn, required_input_gradient_specs(on_gdn), []<class S>(const ValueMap& in) {
+  Mechanism gdn_twin = gradient_twin(on_gdn, ccq_gradient_specs(on_gdn), []<class S>(const ValueMap& in) {
     const ref::Tensor<S> g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
     const std::optional<S> scale = scale_in<S>(in);
+    const auto h0 = initial_state_in<S>(in);
     ref::Tensor<S> dg(g.shape), dbeta(beta.shape);
     ValueMap out = ccq_gradients<S>(
         in,
         [&](const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, std::int64_t b, std::int64_t h) {
-          return ref::delta_rule::head_problem<S>(q, k, v, ref::delta_rule::gdn_head_gates(g, beta, b, h), scale,
-                                                  std::nullopt, b, h);
+          return ref::delta_rule::head_problem<S>(q, k, v, ref::delta_rule::gdn_head_gates(g, beta, b, h), scale, h0,
+                                                  b, h);
         },
         [&](std::int64_t b, std::int64_t h, const ref::delta_rule::Problem<S>& p, const ref::delta_rule::Gradients<S>& gr) {
           ref::set_head_gate(dg, b, h, ref::delta_rule::log_decay_gradient(p.alpha, gr.dalpha));

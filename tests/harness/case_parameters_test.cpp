@@ -1,13 +1,14 @@
-// The case vocabulary's read scale, grouped value heads and the initial states of the ratio read and
-// VLA (harness/mechanism.h, docs/gate.md "What a case is"): a kernel that ignores the case's scale fails
+// The case vocabulary's read scale, grouped value heads and the initial states of the ratio read, VLA
+// and CCQ (harness/mechanism.h, docs/gate.md "What a case is"): a kernel that ignores the case's scale fails
 // every case whose scale_factor is not 1 and passes the others; subjects that take no scale are not
 // planned for such cases; a kernel that maps value heads to the wrong query/key heads fails the grouped
-// cases; a kernel that drops la-ratio's initial normaliser or VLA's initial memory fails the cases that
-// have one; the reference's own forms pass all of them.
+// cases; a kernel that loses part of an initial state (la-ratio's normaliser, VLA's memory, CCQ's memory,
+// key statistics or key count) fails the cases that have one; the reference's own forms pass all of them.
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <set>
+#include <vector>
 
 #include "edited_subjects.h"
 #include "larc/harness/gate.h"
@@ -112,25 +113,44 @@ TEST(GroupedValueHeads, AKernelThatMapsValueHeadsModuloHFailsOnlyGroupedCases) {
   }
 }
 
-// A kernel that drops an initial input: la-ratio's normaliser (the memory kept), VLA's memory.
-TEST(InitialStates, TheRatioReadAndVlaTakeThemAndAKernelThatDropsOneFails) {
-  const std::pair<const char*, const char*> dropped[] = {{"la-ratio", "initial_normalizer"}, {"vla", "initial_state"}};
-  for (const auto& [mechanism, input] : dropped) {
-    larc_test::register_edited({.name = std::string("drops-") + input, .mechanism = mechanism,
-                                .edit = [name = std::string(input)](h::ValueMap& v) { v.erase(name); }});
-    const h::Subject& drops = h::find_subject(std::string("drops-") + input, mechanism);
-    const h::PreparedCase none = h::prepare_case(case_of(mechanism, {{h::kInitialStateKnob, 0}}));
-    const h::PreparedCase random = h::prepare_case(case_of(mechanism, {{h::kInitialStateKnob, 2}}));
-    EXPECT_FALSE(none.inputs.count(input));
-    ASSERT_TRUE(random.inputs.count(input)) << mechanism;
-    EXPECT_EQ(random.inputs.at(input).dtype(), Dtype::fp32);
-    EXPECT_TRUE(h::run_subject(none, drops).pass) << mechanism;
-    const h::CaseResult r = h::run_subject(random, drops);
-    EXPECT_FALSE(r.pass) << mechanism;
-    EXPECT_GT(r.main_output()->worst_ratio, 10) << mechanism;
+// A kernel that loses part of an initial state: la-ratio's normaliser (the memory kept), VLA's memory,
+// CCQ's key statistics (the memory kept), CCQ's memory (the statistics kept), CCQ's key count (n_0 read
+// as 0: the Gram and sum kept).
+TEST(InitialStates, TheRatioReadVlaAndCcqTakeThemAndAKernelThatLosesPartOfOneFails) {
+  struct Defect {
+    const char* name;
+    const char* mechanism;
+    const char* input;  // an input of the case's initial state
+    std::function<void(h::ValueMap&)> edit;
+  };
+  const auto erase = [](std::vector<std::string> names) { return [names](h::ValueMap& v) { for (const auto& n : names) v.erase(n); }; };
+  const Defect defects[] = {
+      {"drops-initial_normalizer", "la-ratio", "initial_normalizer", erase({"initial_normalizer"})},
+      {"drops-initial_state", "vla", "initial_state", erase({"initial_state"})},
+      {"drops-initial-key-stats", "ccq-gdn", "initial_key_gram",
+       erase({"initial_key_gram", "initial_key_sum", "initial_key_count"})},
+      {"drops-initial_state", "ccq-gla", "initial_state", erase({"initial_state"})},
+      {"zero-initial-key-count", "ccq-gdn", "initial_key_count",
+       [](h::ValueMap& v) {
+         if (v.count("initial_key_count")) v.at("initial_key_count") = larc::ref::Tensor<double>(v.at("initial_key_count").shape);
+       }},
+  };
+  for (const Defect& d : defects) {
+    larc_test::register_edited({.name = d.name, .mechanism = d.mechanism, .edit = d.edit});
+    const h::Subject& defective = h::find_subject(d.name, d.mechanism);
+    const h::PreparedCase none = h::prepare_case(case_of(d.mechanism, {{h::kInitialStateKnob, 0}}));
+    const h::PreparedCase random = h::prepare_case(case_of(d.mechanism, {{h::kInitialStateKnob, 2}}));
+    EXPECT_FALSE(none.inputs.count(d.input));
+    ASSERT_TRUE(random.inputs.count(d.input)) << d.mechanism;
+    EXPECT_EQ(random.inputs.at(d.input).dtype(), Dtype::fp32);
+    EXPECT_TRUE(h::run_subject(none, defective).pass) << d.mechanism << " " << d.name;
+    const h::CaseResult r = h::run_subject(random, defective);
+    EXPECT_FALSE(r.pass) << d.mechanism << " " << d.name;
+    EXPECT_GT(r.main_output()->worst_ratio, 10) << d.mechanism << " " << d.name;
+    RecordProperty(std::string(d.mechanism) + "_" + d.name + "_worst_ratio", std::to_string(r.main_output()->worst_ratio));
     for (const h::Subject& s : h::subjects()) {
-      if (s.mechanism == mechanism && s.name.rfind("ref-", 0) == 0) {
-        EXPECT_TRUE(h::run_subject(random, s).pass) << mechanism << " " << s.name;
+      if (s.mechanism == d.mechanism && s.name.rfind("ref-", 0) == 0) {
+        EXPECT_TRUE(h::run_subject(random, s).pass) << d.mechanism << " " << s.name;
       }
     }
   }

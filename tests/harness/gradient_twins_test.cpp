@@ -22,6 +22,9 @@ namespace ref = larc::ref;
 std::string input_of(const std::string& gradient) {
   if (gradient == "dh0") return "initial_state";
   if (gradient == "dz0") return "initial_normalizer";
+  if (gradient == "dc0") return "initial_key_gram";  // CCQ's initial key statistics
+  if (gradient == "dm0") return "initial_key_sum";
+  if (gradient == "dn0") return "initial_key_count";
   return gradient.substr(1);  // dq → q, dgk → gk, dbeta → beta, ...
 }
 
@@ -149,17 +152,25 @@ void expect_fails_on(const h::Mechanism& defective, const std::string& gradient)
     EXPECT_NE(f.find("] " + gradient + "["), std::string::npos) << "a disagreement off " << gradient << ": " << f;
 }
 
-// The queries CCQ's backbone reads, q̃_t = (I − λ_t Σ_t) q_t per head (uniform covariance, empty
-// statistics, the case's λ: the mechanism's conditioner, ccq.h), in place of q.
+// The queries CCQ's backbone reads, q̃_t = (I − λ_t Σ_t) q_t per head (uniform covariance, the case's
+// initial statistics and λ: the mechanism's conditioner, ccq.h), in place of q.
 h::ValueMap with_conditioned_queries(h::ValueMap in) {
   const ref::Tensor<double> q = in.at("q"), k = in.at("k"), lambda = in.at("lambda");
+  const std::int64_t H = q.dim(2), K = q.dim(3);
   for (std::int64_t b = 0; b < q.dim(0); ++b)
-    for (std::int64_t hd = 0; hd < q.dim(2); ++hd)
+    for (std::int64_t hd = 0; hd < H; ++hd) {
+      ref::ccq::KeyStats<double> start = ref::ccq::empty_stats<double>(K);
+      if (in.count("initial_key_gram")) {
+        start.c = ref::head_state(in.at("initial_key_gram"), b, hd);
+        for (std::int64_t i = 0; i < K; ++i) start.m(i) = in.at("initial_key_sum").data[(b * H + hd) * K + i];
+        start.n = in.at("initial_key_count").data[b * H + hd];
+      }
       ref::set_head_rows(in.at("q"), b, hd,
-                         ref::ccq::conditioned_queries_recurrent<double>(
-                             ref::head_rows(q, b, hd), ref::head_rows(k, b, hd), ref::head_gate(lambda, b, hd),
-                             ref::Vec<double>::Ones(q.dim(1)), ref::ccq::empty_stats<double>(q.dim(3)))
+                         ref::ccq::conditioned_queries_recurrent<double>(ref::head_rows(q, b, hd), ref::head_rows(k, b, hd),
+                                                                         ref::head_gate(lambda, b, hd),
+                                                                         ref::Vec<double>::Ones(q.dim(1)), start)
                              .q);
+    }
   return in;
 }
 
