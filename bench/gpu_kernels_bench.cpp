@@ -20,7 +20,7 @@
 
 namespace {
 
-using larc::gpu::DType;
+using larc::gpu::Dtype;
 using larc::harness::Shape;
 
 constexpr std::int64_t kRotateBytes = std::int64_t{256} << 20;  // ≥ 5× the H200's L2
@@ -49,7 +49,7 @@ struct Workload {
 Workload make_workload(const larc::gpu::Kernel& k, const Shape& s, bool decode) {
   const auto& m = larc::harness::find_mechanism(k.mechanism);
   Workload w;
-  auto add = [&](TensorSet& set, larc::gpu::Tensors& to, const std::string& name, const std::string& dims, DType dt,
+  auto add = [&](TensorSet& set, larc::gpu::Tensors& to, const std::string& name, const std::string& dims, Dtype dt,
                  bool input, std::uint64_t seed) {
     larc::gpu::TensorView v{nullptr, dt, larc::harness::dims_of(dims, s), {}};
     const std::size_t bytes = static_cast<std::size_t>(v.numel()) * larc::gpu::dtype_bytes(dt);
@@ -74,10 +74,10 @@ Workload make_workload(const larc::gpu::Kernel& k, const Shape& s, bool decode) 
     // for those held in float32 whatever the case's dtype.
     for (const auto& spec : m.inputs)
       if (!spec.optional)
-        add(set, set.args.inputs, spec.name, spec.dims, spec.always_fp32 ? DType::fp32 : DType::bf16, true, seed + ++i);
+        add(set, set.args.inputs, spec.name, spec.dims, spec.always_fp32 ? Dtype::fp32 : Dtype::bf16, true, seed + ++i);
     for (const auto& spec : m.outputs)
-      if (!spec.always_fp32 || decode) add(set, set.args.outputs, spec.name, spec.dims, spec.always_fp32 ? DType::fp32 : DType::bf16, false, 0);
-    if (decode) add(set, set.args.inputs, "initial_state", "BHKV", DType::fp32, true, seed + ++i);
+      if (!spec.always_fp32 || decode) add(set, set.args.outputs, spec.name, spec.dims, spec.always_fp32 ? Dtype::fp32 : Dtype::bf16, false, 0);
+    if (decode) add(set, set.args.inputs, "initial_state", "BHKV", Dtype::fp32, true, seed + ++i);
     if (w.sets.size() == 1) set_bytes = w.bytes_per_launch;
   } while (w.error.empty() && static_cast<std::int64_t>(w.sets.size()) * set_bytes < kRotateBytes && w.sets.size() < 64);
   return w;
@@ -121,7 +121,7 @@ void run(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, bool deco
 
 bool takes(const larc::gpu::Kernel& k, const Shape& s) {
   bool bf16 = false;
-  for (DType d : k.dtypes) bf16 = bf16 || d == DType::bf16;
+  for (Dtype d : k.dtypes) bf16 = bf16 || d == Dtype::bf16;
   const bool dims = k.limits.head_dims.empty() ||
                     std::find(k.limits.head_dims.begin(), k.limits.head_dims.end(), s.K) != k.limits.head_dims.end();
   return bf16 && dims && !k.limits.varlen && (k.limits.max_K == 0 || s.K <= k.limits.max_K) &&

@@ -1,15 +1,15 @@
 # larc as a CMake package: after `cmake --install`, `find_package(larc)` gives the libraries
-# larc::reference, larc::cases, larc::fixtures, larc::harness and, where CUDA built it, larc::gpu (README "larc as
+# larc::common, larc::reference, larc::cases, larc::fixtures, larc::harness and, where CUDA built it, larc::gpu (README "larc as
 # a CMake package").
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(LARC_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/larc)
 set(larc_exported_targets)
-foreach(part reference cases fixtures harness gpu)
+foreach(part common reference cases fixtures harness gpu)
   if(TARGET larc_${part})
     set_target_properties(larc_${part} PROPERTIES EXPORT_NAME ${part})
-    if(NOT part STREQUAL "gpu")
+    if(NOT part STREQUAL "gpu" AND NOT part STREQUAL "common")
       # The headers need C++20 with GNU extensions (Boost's float128 literals): CMAKE_CXX_EXTENSIONS ON.
       target_compile_features(larc_${part} PUBLIC cxx_std_20)
     endif()

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (const auto& [name, t] : file.tensors) {
     try {
-      if (fx::dtype_is_float(t.dtype)) {
+      if (larc::is_floating(t.dtype)) {
         t.to_doubles(name);
         fx::require_finite(t, name);
       } else {

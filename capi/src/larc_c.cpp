@@ -130,16 +130,6 @@ h::TensorMap tensor_map(const larc_tensor* tensors, size_t n) {
   return out;
 }
 
-fx::DType file_dtype(h::Dtype d) {
-  switch (d) {
-    case h::Dtype::bf16: return fx::DType::BF16;
-    case h::Dtype::fp16: return fx::DType::F16;
-    case h::Dtype::fp32: return fx::DType::F32;
-    case h::Dtype::fp64: return fx::DType::F64;
-  }
-  throw std::invalid_argument("unknown dtype");
-}
-
 std::map<std::string, std::string> string_map(const char* text, const char* what) {
   std::map<std::string, std::string> out;
   if (!text) return out;
@@ -170,7 +160,7 @@ larc_case* make_case(h::PreparedCase prepared) {
 const h::Subject& external_subject(const std::string& mechanism, const std::vector<h::Dtype>& dtypes,
                                    const h::ShapeLimits& limits, bool takes_initial_state) {
   std::string name = "python[";
-  name += limits.describe();
+  name += h::describe_limits(limits);
   for (h::Dtype d : dtypes) {
     name += ',';
     name += larc::ref::dtype_name(d);
@@ -185,7 +175,7 @@ const h::Subject& external_subject(const std::string& mechanism, const std::vect
   s.limits = limits;
   s.launch = [](const h::TensorMap&, h::TensorMap&) { throw std::logic_error("a kernel planned from Python runs in Python"); };
   s.description = "a callable gated from Python";
-  s.takes_initial_state = takes_initial_state;
+  s.limits.initial_state = takes_initial_state;
   h::register_subject(std::move(s));
   return h::find_subject(name, mechanism);
 }
@@ -470,7 +460,7 @@ int larc_candidate_write(const char* path, const larc_tensor* tensors, size_t n,
     fx::SafetensorsFile f;
     for (auto& [name, t] : tensor_map(tensors, n)) {
       fx::TensorData d;
-      d.dtype = file_dtype(t.dtype());
+      d.dtype = t.dtype();
       d.shape = t.shape();
       d.bytes.assign(t.data(), t.data() + t.size_bytes());
       f.tensors.emplace(name, std::move(d));

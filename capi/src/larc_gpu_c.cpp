@@ -21,10 +21,14 @@ namespace gpu = larc::gpu;
 
 using larc::c::owned_string;
 
-gpu::DType dtype_named(const std::string& name, const std::string& where) {
-  for (gpu::DType d : {gpu::DType::bf16, gpu::DType::fp16, gpu::DType::fp32, gpu::DType::i32, gpu::DType::i64})
+// Any dtype of the vocabulary by name; the kernel's validation then names the dtypes it takes.
+gpu::Dtype dtype_named(const std::string& name, const std::string& where) {
+  std::string known;
+  for (gpu::Dtype d : larc::kAllDtypes) {
     if (gpu::dtype_name(d) == name) return d;
-  throw std::invalid_argument(where + ".dtype: '" + name + "' is not one of bf16, fp16, fp32, int32, int64");
+    known += (known.empty() ? "" : ", ") + std::string(gpu::dtype_name(d));
+  }
+  throw std::invalid_argument(where + ".dtype: '" + name + "' is not one of " + known);
 }
 
 std::vector<std::int64_t> integers(const json& j, const std::string& where) {
@@ -59,10 +63,10 @@ gpu::Tensors tensors(const json& args, const char* key) {
   return out;
 }
 
-json limits_json(const gpu::KernelLimits& l) {
-  return {{"max_K", l.max_K}, {"max_V", l.max_V}, {"max_T", l.max_T}, {"min_K", l.min_K}, {"head_dims", l.head_dims},
-          {"varlen", l.varlen}, {"initial_state", l.initial_state}, {"scale", l.scale},
-          {"value_head_groups", l.value_head_groups}};
+json limits_json(const gpu::ShapeLimits& l) {
+  return {{"max_B", l.max_B}, {"max_T", l.max_T}, {"max_H", l.max_H}, {"max_K", l.max_K}, {"max_V", l.max_V},
+          {"min_K", l.min_K}, {"head_dims", l.head_dims}, {"varlen", l.varlen}, {"initial_state", l.initial_state},
+          {"scale", l.scale}, {"value_head_groups", l.value_head_groups}, {"chunk", l.chunk}};
 }
 
 }  // namespace
@@ -72,7 +76,7 @@ extern "C" char* larc_gpu_kernels_json(void) {
     json all = json::array();
     for (const gpu::Kernel& k : gpu::kernels()) {
       json dtypes = json::array();
-      for (gpu::DType d : k.dtypes) dtypes.push_back(std::string(gpu::dtype_name(d)));
+      for (gpu::Dtype d : k.dtypes) dtypes.push_back(std::string(gpu::dtype_name(d)));
       all.push_back({{"name", k.name}, {"mechanism", k.mechanism}, {"description", k.description}, {"dtypes", dtypes},
                      {"limits", limits_json(k.limits)}});
     }

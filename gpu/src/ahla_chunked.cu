@@ -167,7 +167,8 @@ void append_ahla_chunked_kernels(std::vector<Kernel>& out) {
   out.push_back(hla_entry("ahla-chunked", "ahla",
                           "asymmetric HLA, chunked (C = 64): chunk sums of k wᵀ and of k (qᵀ P) by elementwise prefix "
                           "passes, every product per chunk on tensor cores (HLA-C6, HLA-C10)",
-                          [](const LaunchArgs& args) { return hla_chunked::launch<AhlaStages>(args, "ahla-chunked", false); }));
+                          [](const LaunchArgs& args) { return hla_chunked::launch<AhlaStages>(args, "ahla-chunked", false); },
+                          hla_chunked::kChunk));
 }
 
 }  // namespace larc::gpu::detail

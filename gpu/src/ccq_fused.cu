@@ -211,7 +211,7 @@ template <Backbone BB>
 Status launch(const LaunchArgs& args) {
   const char* name = BB == Backbone::gla ? "ccq-gla-fused-recurrent" : "ccq-gdn-fused-recurrent";
   Validator v(name, args);
-  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
   const TensorView* k = v.input("k", "BTHK", dt);
   const TensorView* val = v.input("v", "BTHV", dt);
@@ -221,9 +221,9 @@ Status launch(const LaunchArgs& args) {
   v.require(!args.inputs.contains("initial_state"),
             "takes no 'initial_state': CCQ's state is (S, M, μ, n) and a carried S alone does not continue a sequence");
   const TensorView* o = v.output("o", "BTHV", dt);
-  const TensorView* final_state = v.output("final_state", "BHKV", DType::fp32, /*optional=*/true);
-  const TensorView* key_gram = v.output("final_key_gram", "BHKK", DType::fp32, /*optional=*/true);
-  const TensorView* key_sum = v.output("final_key_sum", "BHK", DType::fp32, /*optional=*/true);
+  const TensorView* final_state = v.output("final_state", "BHKV", Dtype::fp32, /*optional=*/true);
+  const TensorView* key_gram = v.output("final_key_gram", "BHKK", Dtype::fp32, /*optional=*/true);
+  const TensorView* key_sum = v.output("final_key_sum", "BHK", Dtype::fp32, /*optional=*/true);
   const auto [tiles, blocks] = require_column_tiles(v, kMaxK);
   const float scale = v.read_scale(v.size('K'));
   if (!v.ok()) return v.status();
@@ -264,7 +264,7 @@ Kernel ccq_kernel(Backbone bb) {
   k.description = std::string("CCQ read on ") + (gla ? "GLA" : "GDN") +
                   " fused recurrent: centred key Gram M = nΣ (K×K, Welford) and the backbone state in registers, "
                   "q̃ = (I − λΣ)q, uniform covariance, scale K^-1/2";
-  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
   k.limits.max_K = kMaxK;
   k.limits.initial_state = false;
   k.limits.scale = true;

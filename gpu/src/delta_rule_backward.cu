@@ -15,7 +15,7 @@
 #include "chunk_launch.cuh"
 #include "delta_rule_backward.cuh"
 #include "families.h"
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 
 namespace larc::gpu::detail {
 
@@ -62,7 +62,7 @@ Status enqueue(Params<T> p, const std::string& name, cudaStream_t stream) {
 template <class Pol>
 Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   Validator v(name, args);
-  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
   const TensorView* k = v.input("k", "BTHK", dt);
   const TensorView* val = v.input("v", "BTWV", dt);
@@ -74,8 +74,8 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const TensorView* d_o = v.input("do", "BTWV", dt);
   const TensorView* cu = varlen ? v.cu_seqlens() : nullptr;
   const char* states = varlen ? "NWKV" : "BWKV";
-  const TensorView* h0 = v.input("initial_state", states, DType::fp32, true);
-  const TensorView* dht = v.input("dht", states, DType::fp32, true);
+  const TensorView* h0 = v.input("initial_state", states, Dtype::fp32, true);
+  const TensorView* dht = v.input("dht", states, Dtype::fp32, true);
   const TensorView* dq = v.output("dq", "BTHK", dt);
   const TensorView* dk = v.output("dk", "BTHK", dt);
   const TensorView* dv = v.output("dv", "BTWV", dt);
@@ -83,7 +83,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
                             : Pol::decay == Decay::channel ? v.output("dgk", "BTWK", dt)
                                                            : nullptr;
   const TensorView* dstep = Pol::delta ? v.output(std::string("d") + step_name, "BTW", dt) : nullptr;
-  const TensorView* dh0 = v.output("dh0", states, DType::fp32, true);
+  const TensorView* dh0 = v.output("dh0", states, Dtype::fp32, true);
   v.require_size('K', 1, kMaxK);
   v.require_size('V', 1, 0);
   v.require_value_head_groups();
@@ -113,7 +113,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.dstep = strided<T>(dstep);
     p.d_initial = strided<float>(dh0);
     p.cu_seqlens = cu != nullptr ? cu->data : nullptr;
-    p.cu_seqlens_int64 = cu != nullptr && cu->dtype == DType::i64;
+    p.cu_seqlens_int64 = cu != nullptr && cu->dtype == Dtype::i64;
     p.tokens = v.size('T');
     p.sequences = sequences;
     p.H = static_cast<int>(v.size('W'));

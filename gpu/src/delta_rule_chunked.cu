@@ -17,7 +17,7 @@
 #include "chunk_launch.cuh"
 #include "delta_rule_chunked.cuh"
 #include "families.h"
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 
 namespace larc::gpu::detail {
 
@@ -86,7 +86,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
 template <Step STEP>
 Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   Validator v(name, args);
-  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
   const TensorView* k = v.input("k", "BTHK", dt);
   // Everything but q and k per value head (W); W a multiple of H groups the value heads (FLA's GVA).
@@ -96,9 +96,9 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const TensorView* cu = nullptr;
   if (varlen) cu = v.cu_seqlens();
   const char* states = varlen ? "NWKV" : "BWKV";
-  const TensorView* h0 = v.input("initial_state", states, DType::fp32, true);
+  const TensorView* h0 = v.input("initial_state", states, Dtype::fp32, true);
   const TensorView* o = v.output("o", "BTWV", dt);
-  const TensorView* ht = v.output("final_state", states, DType::fp32, true);
+  const TensorView* ht = v.output("final_state", states, Dtype::fp32, true);
   v.require_size('K', 1, kMaxK);
   v.require_size('V', 1, 0);
   v.require_value_head_groups();
@@ -127,7 +127,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.initial_state = strided<const float>(h0);
     p.final_state = strided<float>(ht);
     p.cu_seqlens = cu != nullptr ? cu->data : nullptr;
-    p.cu_seqlens_int64 = cu != nullptr && cu->dtype == DType::i64;
+    p.cu_seqlens_int64 = cu != nullptr && cu->dtype == Dtype::i64;
     p.tokens = tokens;
     p.chunks = chunks;
     p.sequences = sequences;
@@ -151,6 +151,7 @@ Kernel kernel_entry(std::string name, std::string mechanism, std::string descrip
   auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP>(args, name, varlen); };
   Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
   k.limits.value_head_groups = true;
+  k.limits.chunk = kChunk;
   return k;
 }
 

@@ -8,7 +8,7 @@
 
 #include "delta_rule_fused.cuh"
 #include "families.h"
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 
 namespace larc::gpu::detail {
 
@@ -58,7 +58,7 @@ cudaError_t enqueue_for_k(const Params<T>& p, std::int64_t sequences, cudaStream
 template <class Pol>
 Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   Validator v(name, args);
-  const DType dt = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
   const TensorView* k = v.input("k", "BTHK", dt);
   // Everything but q and k per value head (W); W a multiple of H groups the value heads (FLA's GVA).
@@ -72,11 +72,11 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const TensorView* cu = nullptr;
   if (varlen) cu = v.cu_seqlens();
   const char* states = varlen ? "NWKV" : "BWKV";
-  const TensorView* h0 = v.input("initial_state", states, DType::fp32, true);
-  const TensorView* z0 = Pol::ratio ? v.input("initial_normalizer", varlen ? "NWK" : "BWK", DType::fp32, true) : nullptr;
+  const TensorView* h0 = v.input("initial_state", states, Dtype::fp32, true);
+  const TensorView* z0 = Pol::ratio ? v.input("initial_normalizer", varlen ? "NWK" : "BWK", Dtype::fp32, true) : nullptr;
   const TensorView* o = v.output("o", "BTWV", dt);
-  const TensorView* ht = v.output("final_state", states, DType::fp32, true);
-  const TensorView* zt = Pol::ratio ? v.output("final_normalizer", varlen ? "NWK" : "BWK", DType::fp32, true) : nullptr;
+  const TensorView* ht = v.output("final_state", states, Dtype::fp32, true);
+  const TensorView* zt = Pol::ratio ? v.output("final_normalizer", varlen ? "NWK" : "BWK", Dtype::fp32, true) : nullptr;
   v.require_size('K', 1, kMaxK);
   v.require_size('V', 1, 0);
   v.require_value_head_groups();
@@ -102,7 +102,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.final_state = strided<float>(ht);
     p.final_normalizer = strided<float>(zt);
     p.cu_seqlens = cu != nullptr ? cu->data : nullptr;
-    p.cu_seqlens_int64 = cu != nullptr && cu->dtype == DType::i64;
+    p.cu_seqlens_int64 = cu != nullptr && cu->dtype == Dtype::i64;
     p.tokens = v.size('T');
     p.H = static_cast<int>(v.size('W'));
     p.group = static_cast<int>(v.size('W') / v.size('H'));

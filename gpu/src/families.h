@@ -16,53 +16,59 @@
 namespace larc::gpu::detail {
 
 // A delta-rule-family kernel's registry entry (delta_rule_fused.cu, delta_rule_chunked.cu): bf16, fp16
-// and fp32, K ≤ max_K, an initial state, varlen when it takes cu_seqlens.
+// and fp32, K ≤ max_K, an initial state and a read scale, varlen when it takes cu_seqlens.
 inline Kernel delta_rule_entry(std::string name, std::string mechanism, std::string description, bool varlen,
                                std::int64_t max_K, std::function<Status(const LaunchArgs&)> launch) {
   Kernel k;
   k.name = std::move(name);
   k.mechanism = std::move(mechanism);
   k.description = std::move(description);
-  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
   k.limits.max_K = max_K;
   k.limits.varlen = varlen;
-  k.limits.initial_state = true;
-  k.limits.scale = true;
   k.launch = std::move(launch);
   return k;
 }
 
 // An HLA-family kernel's registry entry (hla_fused.cu, hla_chunked.cu, ahla_chunked.cu): bf16, fp16 and
-// fp32, K ≤ kHlaMaxK, no state in or out.
+// fp32, K ≤ kHlaMaxK, no state in or out, no read scale; `chunk` for the chunked ones.
 inline Kernel hla_entry(std::string name, std::string mechanism, std::string description,
-                        std::function<Status(const LaunchArgs&)> launch) {
+                        std::function<Status(const LaunchArgs&)> launch, std::int64_t chunk = 0) {
   Kernel k;
   k.name = std::move(name);
   k.mechanism = std::move(mechanism);
   k.description = std::move(description);
-  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
   k.limits.max_K = kHlaMaxK;
+  k.limits.initial_state = false;
+  k.limits.scale = false;
+  k.limits.chunk = chunk;
   k.launch = std::move(launch);
   return k;
 }
 
 // A log-linear kernel's registry entry (log_linear_fused.cu, log_linear_chunked.cu,
-// log_linear_gdn_chunked.cu): bf16, fp16 and fp32, K ≤ 128 (validate_log_linear), T ≤ max_T, no state.
+// log_linear_gdn_chunked.cu): bf16, fp16 and fp32, K ≤ 128 (validate_log_linear), T ≤ max_T, no state,
+// no read scale; `chunk` for the chunked ones.
 inline Kernel log_linear_entry(std::string name, std::string mechanism, std::string description, std::int64_t max_T,
-                               std::function<Status(const LaunchArgs&)> launch) {
+                               std::function<Status(const LaunchArgs&)> launch, std::int64_t chunk = 0) {
   Kernel k;
   k.name = std::move(name);
   k.mechanism = std::move(mechanism);
   k.description = std::move(description);
-  k.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  k.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
   k.limits.max_K = 128;
   k.limits.max_T = max_T;
+  k.limits.initial_state = false;
+  k.limits.scale = false;
+  k.limits.chunk = chunk;
   k.launch = std::move(launch);
   return k;
 }
 
-// A VLA kernel's registry entry (vla_fused.cu, vla_chunked.cu): K ≤ kVlaMaxK, no initial state.
-inline Kernel vla_entry(std::string name, std::string description, std::vector<DType> dtypes,
+// A VLA kernel's registry entry (vla_fused.cu, vla_chunked.cu): K ≤ kVlaMaxK, no initial state, no read
+// scale.
+inline Kernel vla_entry(std::string name, std::string description, std::vector<Dtype> dtypes,
                         std::function<Status(const LaunchArgs&)> launch) {
   Kernel k;
   k.name = std::move(name);
@@ -71,6 +77,7 @@ inline Kernel vla_entry(std::string name, std::string description, std::vector<D
   k.dtypes = std::move(dtypes);
   k.limits.max_K = kVlaMaxK;
   k.limits.initial_state = false;
+  k.limits.scale = false;
   k.launch = std::move(launch);
   return k;
 }

@@ -31,7 +31,7 @@ __global__ void fill_uniform_kernel(T* out, std::int64_t n, float lo, float hi, 
 }  // namespace
 
 Status fill_uniform(const TensorView& t, float lo, float hi, std::uint64_t seed, void* stream) {
-  if (t.dtype != DType::bf16 && t.dtype != DType::fp16 && t.dtype != DType::fp32)
+  if (t.dtype != Dtype::bf16 && t.dtype != Dtype::fp16 && t.dtype != Dtype::fp32)
     return Status::failure("fill_uniform: dtype " + std::string(dtype_name(t.dtype)) + " is not a float dtype");
   if (!t.strides.empty() && t.strides != TensorView{nullptr, t.dtype, t.shape, {}}.effective_strides())
     return Status::failure("fill_uniform: the tensor must be contiguous");

@@ -196,12 +196,14 @@ void append_hla_chunked_kernels(std::vector<Kernel>& out) {
   out.push_back(hla_entry("hla-chunked", "hla",
                           "second-order masked HLA, chunked (C = 64): chunk sums of k kᵀ and of the cross terms by "
                           "elementwise prefix passes, every product per chunk on tensor cores (HLA-C10)",
-                          [](const LaunchArgs& args) { return hla_chunked::launch<SecondOrderStages>(args, "hla-chunked", false); }));
+                          [](const LaunchArgs& args) { return hla_chunked::launch<SecondOrderStages>(args, "hla-chunked", false); },
+                          hla_chunked::kChunk));
   out.push_back(hla_entry("hla-normalized-chunked", "hla-normalized",
                           "second-order masked HLA over its normaliser + 1e-6, chunked (C = 64) like hla-chunked",
                           [](const LaunchArgs& args) {
                             return hla_chunked::launch<SecondOrderStages>(args, "hla-normalized-chunked", true);
-                          }));
+                          },
+                          hla_chunked::kChunk));
 }
 
 }  // namespace larc::gpu::detail

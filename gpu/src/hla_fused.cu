@@ -253,7 +253,7 @@ void enqueue(HlaRecurrence r, const KernelArgs<T>& p, unsigned blocks, cudaStrea
 Status launch_hla(const LaunchArgs& args, const char* name, HlaRecurrence r, bool normalized) {
   Validator val(name, args);
   const HlaInputs in = validate_hla(val);
-  const DType dt = in.dtype;
+  const Dtype dt = in.dtype;
   const int values_per_tile = kColumns - (normalized ? 1 : 0);
   const std::int64_t B = val.size('B'), T = val.size('T'), H = val.size('H');
   const int K = static_cast<int>(val.size('K')), V = static_cast<int>(val.size('V'));

@@ -6,7 +6,7 @@ namespace larc::gpu::detail {
 
 HlaInputs validate_hla(Validator& v) {
   HlaInputs in;
-  in.dtype = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  in.dtype = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   in.q = v.input("q", "BTHK", in.dtype);
   in.k = v.input("k", "BTHK", in.dtype);
   in.v = v.input("v", "BTHV", in.dtype);

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "validate.h"
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 
 namespace larc::gpu::detail {
 
@@ -11,7 +11,7 @@ constexpr int kHlaMaxK = 128;
 constexpr float kHlaNormalizedEps = float(mechanism_constants::hla_normalized_eps);  // ε of the normalised read
 
 struct HlaInputs {
-  DType dtype{};
+  Dtype dtype{};
   const TensorView *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
 };
 

@@ -1,5 +1,5 @@
 // Device-side pieces every kernel shares: dtype conversion to and from fp32, 64-bit strided indexing
-// of [B,T,H,D]-style tensors, and the host-side dispatch from a runtime DType to a template.
+// of [B,T,H,D]-style tensors, and the host-side dispatch from a runtime Dtype to a template.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -64,10 +64,10 @@ Strided<T> strided(const TensorView* t) {
 
 // Calls f(T{}) with T the C++ type of a floating dtype (bf16, fp16, fp32).
 template <typename F>
-auto dispatch_float(DType d, F&& f) {
+auto dispatch_float(Dtype d, F&& f) {
   switch (d) {
-    case DType::bf16: return f(__nv_bfloat16{});
-    case DType::fp16: return f(__half{});
+    case Dtype::bf16: return f(__nv_bfloat16{});
+    case Dtype::fp16: return f(__half{});
     default: return f(float{});
   }
 }
@@ -75,8 +75,8 @@ auto dispatch_float(DType d, F&& f) {
 // Calls f(T{}) with T the C++ type of a half-width dtype (bf16; anything else fp16): for a kernel whose
 // validation admits only those two, so that no fp32 instantiation is compiled.
 template <typename F>
-auto dispatch_half(DType d, F&& f) {
-  return d == DType::bf16 ? f(__nv_bfloat16{}) : f(__half{});
+auto dispatch_half(Dtype d, F&& f) {
+  return d == Dtype::bf16 ? f(__nv_bfloat16{}) : f(__half{});
 }
 
 // The status of the launch just enqueued (launch-configuration errors such as too much shared memory).

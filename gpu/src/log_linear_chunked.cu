@@ -421,7 +421,7 @@ void append_log_linear_chunked_kernels(std::vector<Kernel>& out) {
                                  "log-linear attention, Mamba-2 decay, chunked (C = 64): chunk summaries in "
                                  "parallel, the Fenwick levels of chunks in one elementwise pass, then the output "
                                  "per chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA in fp64",
-                                 kMaxT, [](const LaunchArgs& args) { return launch(args); }));
+                                 kMaxT, [](const LaunchArgs& args) { return launch(args); }, kLogLinearChunk));
 }
 
 }  // namespace larc::gpu::detail

@@ -385,7 +385,7 @@ void append_log_linear_gdn_chunked_kernels(std::vector<Kernel>& out) {
                                  "parallel, the Fenwick level states carried through each chunk in one sequential "
                                  "pass, then the output per chunk in parallel; bf16/fp16 products on tensor cores, "
                                  "fp32 by FMA in fp64",
-                                 kMaxT, [](const LaunchArgs& args) { return launch(args); }));
+                                 kMaxT, [](const LaunchArgs& args) { return launch(args); }, kLogLinearChunk));
 }
 
 }  // namespace larc::gpu::detail

@@ -7,7 +7,7 @@ namespace larc::gpu::detail {
 
 LogLinearInputs validate_log_linear(Validator& v, const LaunchArgs& args, bool gdn, std::int64_t max_T) {
   LogLinearInputs in;
-  in.dtype = v.dtype_of("q", {DType::bf16, DType::fp16, DType::fp32});
+  in.dtype = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const char* qk = gdn ? "BTHK" : "BT1K";
   in.q = v.input("q", qk, in.dtype);
   in.k = v.input("k", qk, in.dtype);

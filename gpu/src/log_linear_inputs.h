@@ -14,7 +14,7 @@ namespace larc::gpu::detail {
 inline int fenwick_level_count(std::int64_t T) { return std::bit_width(static_cast<std::uint64_t>(T - 1)) + 1; }
 
 struct LogLinearInputs {
-  DType dtype{};
+  Dtype dtype{};
   const TensorView *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *beta = nullptr;  // beta: GDN only
   const TensorView *level_scales = nullptr, *o = nullptr;
   int levels = 0;  // fenwick level count of T (0 when T = 0 or the launch is refused)

@@ -41,7 +41,7 @@ Status Validator::status() const {
   return Status::success();
 }
 
-std::string Validator::expected(std::string_view letters, DType dtype) const {
+std::string Validator::expected(std::string_view letters, Dtype dtype) const {
   std::string dims = "[", known = "[";
   bool all_known = true;
   for (std::size_t i = 0; i < letters.size(); ++i) {
@@ -57,15 +57,15 @@ std::string Validator::expected(std::string_view letters, DType dtype) const {
   return dims + "]" + (all_known ? " = " + known + "]" : "") + " " + std::string(dtype_name(dtype));
 }
 
-DType Validator::dtype_of(std::string_view name, const std::vector<DType>& accepted) {
+Dtype Validator::dtype_of(std::string_view name, const std::vector<Dtype>& accepted) {
   const auto it = args_.inputs.find(name);
   if (it == args_.inputs.end()) {
     require(false, "input '" + std::string(name) + "' is missing");
-    return accepted.empty() ? DType::fp32 : accepted.front();
+    return accepted.empty() ? Dtype::fp32 : accepted.front();
   }
   bool found = false;
   std::string names;
-  for (DType d : accepted) {
+  for (Dtype d : accepted) {
     found = found || d == it->second.dtype;
     if (!names.empty()) names += ", ";
     names += dtype_name(d);
@@ -75,15 +75,15 @@ DType Validator::dtype_of(std::string_view name, const std::vector<DType>& accep
   return it->second.dtype;
 }
 
-const TensorView* Validator::input(std::string_view name, std::string_view letters, DType dtype, bool optional) {
+const TensorView* Validator::input(std::string_view name, std::string_view letters, Dtype dtype, bool optional) {
   return bind(args_.inputs, "input", name, letters, dtype, optional);
 }
-const TensorView* Validator::output(std::string_view name, std::string_view letters, DType dtype, bool optional) {
+const TensorView* Validator::output(std::string_view name, std::string_view letters, Dtype dtype, bool optional) {
   return bind(args_.outputs, "output", name, letters, dtype, optional);
 }
 
 const TensorView* Validator::bind(const Tensors& from, std::string_view role, std::string_view name,
-                                  std::string_view letters, DType dtype, bool optional) {
+                                  std::string_view letters, Dtype dtype, bool optional) {
   if (!error_.empty()) return nullptr;
   const std::string what = std::string(role) + " '" + std::string(name) + "'";
   const auto it = from.find(name);
@@ -171,7 +171,7 @@ void Validator::require_size(char letter, std::int64_t lo, std::int64_t hi, cons
 
 const TensorView* Validator::cu_seqlens() {
   require(size('B') == 1, "varlen kernels take one packed batch entry (B = 1), got B = " + std::to_string(size('B')));
-  const DType cu_dtype = dtype_of("cu_seqlens", {DType::i32, DType::i64});
+  const Dtype cu_dtype = dtype_of("cu_seqlens", {Dtype::i32, Dtype::i64});
   const TensorView* cu = input("cu_seqlens", "S", cu_dtype);
   require(size('S') >= 1, "cu_seqlens must have N + 1 ≥ 1 entries");
   if (error_.empty()) set('N', size('S') - 1);

@@ -25,12 +25,12 @@ class Validator {
   // An input / output in `dtype` whose shape follows `letters`. Returns nullptr (and records an
   // error) when it is missing and required, or when anything about it is wrong; nullptr without an
   // error when it is optional and absent.
-  const TensorView* input(std::string_view name, std::string_view letters, DType dtype, bool optional = false);
-  const TensorView* output(std::string_view name, std::string_view letters, DType dtype, bool optional = false);
+  const TensorView* input(std::string_view name, std::string_view letters, Dtype dtype, bool optional = false);
+  const TensorView* output(std::string_view name, std::string_view letters, Dtype dtype, bool optional = false);
 
   // The dtype of input `name` (e.g. "q"), which the kernel then requires of every sequence tensor;
   // records an error when it is missing or not among `accepted`.
-  DType dtype_of(std::string_view name, const std::vector<DType>& accepted);
+  Dtype dtype_of(std::string_view name, const std::vector<Dtype>& accepted);
 
   // Sets a letter's size before binding (e.g. L from T); records an error if bound differently later.
   void set(char letter, std::int64_t size) { sizes_[letter] = size; }
@@ -61,8 +61,8 @@ class Validator {
 
  private:
   const TensorView* bind(const Tensors& from, std::string_view role, std::string_view name, std::string_view letters,
-                         DType dtype, bool optional);
-  std::string expected(std::string_view letters, DType dtype) const;
+                         Dtype dtype, bool optional);
+  std::string expected(std::string_view letters, Dtype dtype) const;
   std::string kernel_;
   const LaunchArgs& args_;
   std::map<char, std::int64_t> sizes_;

@@ -30,7 +30,7 @@ constexpr const char* kName = "vla-chunked";
 // fp32 inputs are not offered: the chunked penalty's fp32 outputs missed the gate's fp32 tolerance on
 // the H200 (the figures: docs/gpu-kernels/vla.md, "Chunked"): A_t k̂_t = K̂ A_s − (correction) cancels
 // as A shrinks within a chunk, and the rounding of K̂ A_s is amplified by it.
-const std::vector<DType> kDtypes = {DType::bf16, DType::fp16};
+const std::vector<Dtype> kDtypes = {Dtype::bf16, Dtype::fp16};
 // Nor K < 16: below it the final state missed the gate's fp32-grade tolerance (2 × the float
 // references' error) in random bf16/fp16 cases on the H200, from K = 12 on it met it (the figures:
 // docs/gpu-kernels/vla.md, "Chunked"). Shorter penalty blocks and an fp64 penalty pass did not cure it;
@@ -349,6 +349,7 @@ void append_vla_chunked_kernels(std::vector<Kernel>& out) {
                        "tensor cores; bf16/fp16 only, K ≥ 16 (docs/gpu-kernels/vla.md)",
                        kDtypes, launch);
   k.limits.min_K = kMinK;
+  k.limits.chunk = vla_chunked::kChunk;
   out.push_back(std::move(k));
 }
 

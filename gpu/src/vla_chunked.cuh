@@ -45,7 +45,7 @@
 #include "chunk_operands.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "kernel_common.cuh"
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 #include "register_state_pass.cuh"
 
 namespace larc::gpu::detail::vla_chunked {

@@ -21,7 +21,7 @@
 // by token parity, so the next token's warp-0 work may overlap the last phase of this one.
 #include "larc/gpu/api.h"
 #include "families.h"
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 #include "register_matrices.cuh"
 #include "vla_inputs.h"
 
@@ -34,7 +34,7 @@ using namespace onchip;
 constexpr const char* kName = "vla-fused-recurrent";
 constexpr float kLambda0 = 1.f;    // mechanism parameter lambda0: A_0 = I/λ0
 constexpr float kStabEps = float(mechanism_constants::vla_stab_eps);  // floor of δ and of the read's denominator
-const std::vector<DType> kDtypes = {DType::bf16, DType::fp16, DType::fp32};
+const std::vector<Dtype> kDtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
 static_assert(kMaxK == kVlaMaxK, "the registry entry declares the K the register layout holds");
 
 template <class T>

@@ -2,7 +2,7 @@
 
 namespace larc::gpu::detail {
 
-VlaInputs validate_vla(Validator& v, const LaunchArgs& args, const std::vector<DType>& dtypes) {
+VlaInputs validate_vla(Validator& v, const LaunchArgs& args, const std::vector<Dtype>& dtypes) {
   VlaInputs in;
   in.dtype = v.dtype_of("q", dtypes);
   in.q = v.input("q", "BTHK", in.dtype);
@@ -11,7 +11,7 @@ VlaInputs validate_vla(Validator& v, const LaunchArgs& args, const std::vector<D
   v.require(!args.inputs.contains("initial_state"),
             "takes no 'initial_state': VLA's memory is (Sᵀ, A, ζ) and a carried Sᵀ alone does not continue a sequence");
   in.o = v.output("o", "BTHV", in.dtype);
-  in.final_state = v.output("final_state", "BHKV", DType::fp32, /*optional=*/true);
+  in.final_state = v.output("final_state", "BHKV", Dtype::fp32, /*optional=*/true);
   v.require_size('K', 1, kVlaMaxK);
   v.require_size('V', 1, 0);
   return in;

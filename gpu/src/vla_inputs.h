@@ -13,11 +13,11 @@ namespace larc::gpu::detail {
 constexpr int kVlaMaxK = 128;
 
 struct VlaInputs {
-  DType dtype{};
+  Dtype dtype{};
   const TensorView *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
   const TensorView* final_state = nullptr;  // nullptr when not requested
 };
 
-VlaInputs validate_vla(Validator& v, const LaunchArgs& args, const std::vector<DType>& dtypes);
+VlaInputs validate_vla(Validator& v, const LaunchArgs& args, const std::vector<Dtype>& dtypes);
 
 }  // namespace larc::gpu::detail

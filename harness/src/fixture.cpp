@@ -9,38 +9,21 @@ namespace larc::harness {
 namespace fx = larc::fixtures;
 
 namespace {
-fx::DType file_dtype(Dtype d) {
-  switch (d) {
-    case Dtype::bf16: return fx::DType::BF16;
-    case Dtype::fp16: return fx::DType::F16;
-    case Dtype::fp32: return fx::DType::F32;
-    case Dtype::fp64: return fx::DType::F64;
-  }
-  return fx::DType::F64;
-}
-
 TypedTensor typed_of(const fx::TensorData& t) {
-  Dtype d = Dtype::fp64;
-  switch (t.dtype) {
-    case fx::DType::BF16: d = Dtype::bf16; break;
-    case fx::DType::F16: d = Dtype::fp16; break;
-    case fx::DType::F32: d = Dtype::fp32; break;
-    case fx::DType::F64: d = Dtype::fp64; break;
-    default: throw fx::FixtureError("not a float tensor");
-  }
-  return TypedTensor::from_bytes(d, t.shape, t.bytes.data(), t.bytes.size());
+  if (!is_floating(t.dtype)) throw fx::FixtureError("not a float tensor");
+  return TypedTensor::from_bytes(t.dtype, t.shape, t.bytes.data(), t.bytes.size());
 }
 
 fx::TensorData file_tensor(const TypedTensor& t) {
   fx::TensorData d;
-  d.dtype = file_dtype(t.dtype());
+  d.dtype = t.dtype();
   d.shape = t.shape();
   d.bytes.assign(t.data(), t.data() + t.size_bytes());
   return d;
 }
 
 fx::TensorData f64_tensor(std::vector<std::int64_t> shape, const std::vector<double>& values) {
-  return fx::TensorData::from_doubles(fx::DType::F64, std::move(shape), values);
+  return fx::TensorData::from_doubles(fx::Dtype::fp64, std::move(shape), values);
 }
 
 ref::Tensor<double> values_of(const fx::TensorData& t, const std::string& name) {
@@ -124,7 +107,7 @@ PreparedCase parse_fixture(const fx::SafetensorsFile& f) {
   p.spec.seed = parse_seed(f);
   p.spec.origin = src;
   p.spec.subject.clear();
-  const fx::DType want = file_dtype(p.spec.dtype);
+  const Dtype want = p.spec.dtype;
   const auto require_finite = [&](const fx::TensorData& t, const std::string& name, bool minus_infinity = false) {
     try {
       fx::require_finite(t, name, minus_infinity);
@@ -135,7 +118,7 @@ PreparedCase parse_fixture(const fx::SafetensorsFile& f) {
   for (const TensorSpec& in : m->inputs) {
     if (in.optional && !f.tensors.count(in.name)) continue;
     const fx::TensorData& t =
-        fx::require_tensor(f, in.name, {in.always_fp32 ? fx::DType::F32 : want}, dims_of(in.dims, p.spec.shape));
+        fx::require_tensor(f, in.name, {in.always_fp32 ? fx::Dtype::fp32 : want}, dims_of(in.dims, p.spec.shape));
     require_finite(t, in.name, in.minus_infinity);
     p.inputs.emplace(in.name, typed_of(t));
   }
@@ -147,13 +130,13 @@ PreparedCase parse_fixture(const fx::SafetensorsFile& f) {
   for (const TensorSpec& out : m->outputs) {
     const std::string oname = "oracle." + out.name, ename = "oracle_error." + out.name;
     const auto dims = dims_of(out.dims, p.spec.shape);
-    const fx::TensorData& o = fx::require_tensor(f, oname, {fx::DType::F64}, dims);
+    const fx::TensorData& o = fx::require_tensor(f, oname, {fx::Dtype::fp64}, dims);
     require_finite(o, oname);
     p.oracle.emplace(out.name, values_of(o, oname));
     const int axis = m->time_axis(out.name);
     std::int64_t slices = axis < 0 ? 1 : dims[static_cast<std::size_t>(axis)];
     for (int i = 0; axis < 0 && i < m->leading_slice_axes(out.name); ++i) slices *= dims[static_cast<std::size_t>(i)];
-    const fx::TensorData& e = fx::require_tensor(f, ename, {fx::DType::F64}, {slices});
+    const fx::TensorData& e = fx::require_tensor(f, ename, {fx::Dtype::fp64}, {slices});
     require_finite(e, ename);
     p.oracle_error.emplace(out.name, e.to_doubles(ename));
     for (double x : p.oracle_error[out.name])
@@ -184,7 +167,7 @@ TensorMap read_candidate(const std::filesystem::path& path) {
   const fx::SafetensorsFile f = fx::read_safetensors(path);
   TensorMap out;
   for (const auto& [name, t] : f.tensors)
-    if (fx::dtype_is_float(t.dtype)) out.emplace(name, typed_of(t));
+    if (larc::is_floating(t.dtype)) out.emplace(name, typed_of(t));
   return out;
 }
 

@@ -25,7 +25,7 @@ std::vector<const Subject*> subjects_for(const GateOptions& o, const std::string
                                          const KnobValues& knobs) {
   std::vector<const Subject*> out;
   for (const Subject& s : subjects())
-    if (s.mechanism == mechanism && selected(o.subjects, s.name) && s.supports(dtype) && s.limits.accepts(shape) &&
+    if (s.mechanism == mechanism && selected(o.subjects, s.name) && s.supports(dtype) && limits_accept(s.limits, shape) &&
         s.takes(knobs) &&
         (o.dtypes.empty() || std::find(o.dtypes.begin(), o.dtypes.end(), dtype) != o.dtypes.end()))
       out.push_back(&s);
@@ -138,8 +138,8 @@ GatePlan plan_gate(const GateOptions& o) {
     for (const std::string& name : o.subjects)
       for (const Subject& s : subjects())
         if (s.name == name && !o.shapes.empty() &&
-            std::none_of(o.shapes.begin(), o.shapes.end(), [&](const Shape& x) { return s.limits.accepts(x); }))
-          why += "; " + s.name + " takes " + s.limits.describe() + ", which no --shape meets";
+            std::none_of(o.shapes.begin(), o.shapes.end(), [&](const Shape& x) { return limits_accept(s.limits, x); }))
+          why += "; " + s.name + " takes " + describe_limits(s.limits) + ", which no --shape meets";
     throw std::invalid_argument(
         "nothing to run: no registered subject matches the selection (--subject, --mechanism, --dtype, --shape)" + why);
   }

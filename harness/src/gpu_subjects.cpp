@@ -10,15 +10,6 @@ namespace larc::harness::detail {
 
 namespace {
 
-gpu::DType to_gpu(Dtype d) {
-  switch (d) {
-    case Dtype::bf16: return gpu::DType::bf16;
-    case Dtype::fp16: return gpu::DType::fp16;
-    case Dtype::fp32: return gpu::DType::fp32;
-    default: throw std::invalid_argument("gpu subject: dtype " + std::string(ref::dtype_name(d)) + " has no GPU kernel");
-  }
-}
-
 // The device GPU subjects launch on (assign_gpu_to_shard); set before any case runs.
 std::atomic<int> chosen_device{0};
 
@@ -26,24 +17,27 @@ void check(const gpu::Status& s) {
   if (!s) throw std::runtime_error(s.message);
 }
 
-// A TypedTensor on the device together with its NaN guard region, so an out-of-bounds read on the
-// device reads NaN and an out-of-bounds write lands in the guard, which is copied back and checked.
+// A tensor on the device: a TypedTensor together with its NaN guard region, so an out-of-bounds read
+// on the device reads NaN and an out-of-bounds write lands in the guard, which is copied back and
+// checked; or host integers (cu_seqlens), copied as they are.
 struct DeviceCopy {
   gpu::DeviceBuffer buffer;
   gpu::TensorView view;
-  std::size_t bytes_with_guard = 0;
+  std::size_t bytes = 0;
 
-  explicit DeviceCopy(const TypedTensor& t) : DeviceCopy(t, to_gpu(t.dtype())) {}
-  // `t`'s bytes seen by the kernel as `device_dtype` (of the same element size).
-  DeviceCopy(const TypedTensor& t, gpu::DType device_dtype) {
-    bytes_with_guard = t.size_bytes() + TypedTensor::kGuardElements * dtype_size(t.dtype());
+  explicit DeviceCopy(const TypedTensor& t)
+      : DeviceCopy(t.data(), t.size_bytes() + TypedTensor::kGuardElements * dtype_bytes(t.dtype()), t.dtype(), t.shape()) {}
+  explicit DeviceCopy(const std::vector<std::int64_t>& integers)
+      : DeviceCopy(integers.data(), integers.size() * sizeof(std::int64_t), Dtype::i64,
+                   {static_cast<std::int64_t>(integers.size())}) {}
+  DeviceCopy(const void* host, std::size_t size, Dtype dtype, std::vector<std::int64_t> shape) : bytes(size) {
     gpu::Status s;
-    buffer = gpu::DeviceBuffer::allocate(bytes_with_guard, s);
+    buffer = gpu::DeviceBuffer::allocate(bytes, s);
     check(s);
-    check(gpu::copy_to_device(buffer.get(), t.data(), bytes_with_guard));
-    view = {buffer.get(), device_dtype, t.shape(), {}};
+    check(gpu::copy_to_device(buffer.get(), host, bytes));
+    view = {buffer.get(), dtype, std::move(shape), {}};
   }
-  void copy_back(TypedTensor& t) const { check(gpu::copy_to_host(t.data(), buffer.get(), bytes_with_guard)); }
+  void copy_back(TypedTensor& t) const { check(gpu::copy_to_host(t.data(), buffer.get(), bytes)); }
 };
 
 // A varlen kernel (FLA's cu_seqlens convention) sees the case's B sequences of length T packed as one
@@ -61,12 +55,9 @@ void pack_as_varlen(gpu::LaunchArgs& args, const Shape& s, std::map<std::string,
         view.shape[1] *= view.shape[0];
         view.shape[0] = 1;
       }
-  TypedTensor cu = TypedTensor::poisoned(Dtype::fp64, {s.B + 1});  // 8-byte elements, rewritten as int64
-  for (std::int64_t n = 0; n <= s.B; ++n) {
-    const std::int64_t offset = n * s.T;
-    std::memcpy(cu.data() + n * sizeof(std::int64_t), &offset, sizeof offset);
-  }
-  args.inputs["cu_seqlens"] = owned.emplace("cu_seqlens", DeviceCopy(cu, gpu::DType::i64)).first->second.view;
+  std::vector<std::int64_t> cu_seqlens(static_cast<std::size_t>(s.B + 1));
+  for (std::int64_t n = 0; n <= s.B; ++n) cu_seqlens[static_cast<std::size_t>(n)] = n * s.T;
+  args.inputs["cu_seqlens"] = owned.emplace("cu_seqlens", DeviceCopy(cu_seqlens)).first->second.view;
 }
 
 Launcher launcher_of(const gpu::Kernel& kernel, const Mechanism& mechanism) {
@@ -115,19 +106,9 @@ void register_gpu_subjects(std::vector<Subject>& out) {
     s.name = k.name;
     s.mechanism = k.mechanism;
     s.description = k.description;
-    for (gpu::DType d : k.dtypes) {
-      if (d == gpu::DType::bf16) s.dtypes.push_back(Dtype::bf16);
-      if (d == gpu::DType::fp16) s.dtypes.push_back(Dtype::fp16);
-      if (d == gpu::DType::fp32) s.dtypes.push_back(Dtype::fp32);
-    }
-    s.limits.max_K = k.limits.max_K;
-    s.limits.min_K = k.limits.min_K;
-    s.limits.max_V = k.limits.max_V;
-    s.limits.max_T = k.limits.max_T;
-    s.limits.head_dims = k.limits.head_dims;
-    s.limits.value_head_groups = k.limits.value_head_groups;
-    s.takes_initial_state = k.limits.initial_state;
-    s.takes_scale = k.limits.scale;
+    s.dtypes = k.dtypes;  // one vocabulary (larc/common/): the kernel's declaration is the subject's
+    s.limits = k.limits;
+    if (k.limits.chunk > 0) s.grades.chunk = k.limits.chunk;  // the io baseline's chunk is the kernel's
     s.launch = launcher_of(k, *mechanism);
     out.push_back(std::move(s));
   }

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <optional>
 
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 #include "larc/reference/chunk_local_decay_gradient.h"
 #include "larc/reference/delta_rule_backward.h"
 #include "mechanism_support.h"

@@ -10,7 +10,7 @@
 // entries (the image of a positive feature map), which keeps every denominator ≥ (q_t·k_t)² > 0.
 #include <cmath>
 
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 #include "larc/reference/hla.h"
 #include "larc/reference/hla_backward.h"
 #include "mechanism_support.h"

@@ -5,7 +5,7 @@
 // and, for the ratio form, the final normaliser z [B,H,K], both in float32.
 #include <cmath>
 
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 #include "larc/reference/linear_attention_backward.h"
 #include "mechanism_support.h"
 

@@ -5,7 +5,7 @@
 // [B,T,H,V] and the final memory Sᵀ [B,H,K,V] in float32. Forms: serial, streamed and chunked
 // (vla_chunked.h; the scan is checked by the claims). Its gradient twin "vla-backward" through
 // vla_backward.h.
-#include "larc/gpu/mechanism_constants.h"
+#include "larc/common/mechanism_constants.h"
 #include "larc/reference/vla_backward.h"
 #include "larc/reference/vla_chunked.h"
 #include "mechanism_support.h"
@@ -14,7 +14,7 @@ namespace larc::harness::detail {
 
 // The oracle reads VLA's floor from the reference's default; the kernels from mechanism_constants.
 static_assert(ref::vla::Options<double>{}.stab_eps == mechanism_constants::vla_stab_eps,
-              "reference/vla.h's stab_eps and larc/gpu/mechanism_constants.h's must agree");
+              "reference/vla.h's stab_eps and larc/common/mechanism_constants.h's must agree");
 
 namespace {
 // The gradient twin's gradients: dq, dk (with the path through the penalty directions u = norm(k)/√K),

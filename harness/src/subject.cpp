@@ -8,34 +8,35 @@
 
 namespace larc::harness {
 
-bool ShapeLimits::accepts(const Shape& s) const {
+bool limits_accept(const ShapeLimits& l, const Shape& s) {
   auto within = [](std::int64_t x, std::int64_t max) { return max == 0 || x <= max; };
   auto dim_ok = [&](std::int64_t d) {
-    return head_dims.empty() || std::find(head_dims.begin(), head_dims.end(), d) != head_dims.end();
+    return l.head_dims.empty() || std::find(l.head_dims.begin(), l.head_dims.end(), d) != l.head_dims.end();
   };
-  return within(s.B, max_B) && within(s.T, max_T) && within(s.H, max_H) && within(s.K, max_K) && s.K >= min_K &&
-         within(s.V, max_V) && dim_ok(s.K) && dim_ok(s.V) && (value_head_groups || s.value_heads() == s.H);
+  return within(s.B, l.max_B) && within(s.T, l.max_T) && within(s.H, l.max_H) && within(s.K, l.max_K) &&
+         s.K >= l.min_K && within(s.V, l.max_V) && dim_ok(s.K) && dim_ok(s.V) &&
+         (l.value_head_groups || s.value_heads() == s.H);
 }
 
-std::string ShapeLimits::describe() const {
+std::string describe_limits(const ShapeLimits& l) {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   auto at_most = [&](const char* name, std::int64_t max) {
     if (max > 0) add(std::string(name) + " ≤ " + std::to_string(max));
   };
-  at_most("B", max_B);
-  at_most("T", max_T);
-  at_most("H", max_H);
-  if (min_K > 1 && max_K > 0)
-    add(std::to_string(min_K) + " ≤ K ≤ " + std::to_string(max_K));
-  else if (min_K > 1)
-    add("K ≥ " + std::to_string(min_K));
+  at_most("B", l.max_B);
+  at_most("T", l.max_T);
+  at_most("H", l.max_H);
+  if (l.min_K > 1 && l.max_K > 0)
+    add(std::to_string(l.min_K) + " ≤ K ≤ " + std::to_string(l.max_K));
+  else if (l.min_K > 1)
+    add("K ≥ " + std::to_string(l.min_K));
   else
-    at_most("K", max_K);
-  at_most("V", max_V);
-  if (!head_dims.empty()) {
+    at_most("K", l.max_K);
+  at_most("V", l.max_V);
+  if (!l.head_dims.empty()) {
     std::string dims;
-    for (std::int64_t d : head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    for (std::int64_t d : l.head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     add("K and V in {" + dims + "}");
   }
   return out.empty() ? "any shape" : out;
@@ -43,8 +44,8 @@ std::string ShapeLimits::describe() const {
 
 std::vector<std::string> Subject::knobs_held_at_default() const {
   std::vector<std::string> held;
-  if (!takes_initial_state) held.emplace_back(kInitialStateKnob);
-  if (!takes_scale) held.emplace_back(kScaleFactorKnob);
+  if (!limits.initial_state) held.emplace_back(kInitialStateKnob);
+  if (!limits.scale) held.emplace_back(kScaleFactorKnob);
   return held;
 }
 

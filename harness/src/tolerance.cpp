@@ -49,7 +49,7 @@ int digits_of(Dtype d) {
     case Dtype::bf16: return 8;
     case Dtype::fp16: return 11;
     case Dtype::fp32: return 24;
-    case Dtype::fp64: return 53;
+    default: break;  // fp64; judged outputs are floating-point (TypedTensor)
   }
   return 53;
 }
@@ -58,7 +58,7 @@ int min_exponent_of(Dtype d) {  // frexp convention: smallest normal is 2^(min_e
     case Dtype::bf16:
     case Dtype::fp32: return -125;
     case Dtype::fp16: return -13;
-    case Dtype::fp64: return -1021;
+    default: break;  // fp64
   }
   return -1021;
 }

@@ -21,6 +21,7 @@ void write_poison(Dtype d, std::byte* p) {
     case Dtype::fp16: std::memcpy(p, &kPoisonFp16, 2); break;
     case Dtype::fp32: std::memcpy(p, &kPoisonF32, 4); break;
     case Dtype::fp64: std::memcpy(p, &kPoisonF64, 8); break;
+    default: break;  // refused by poisoned()
   }
 }
 
@@ -30,20 +31,11 @@ bool holds_poison(Dtype d, const std::byte* p) {
     case Dtype::fp16: return std::memcmp(p, &kPoisonFp16, 2) == 0;
     case Dtype::fp32: return std::memcmp(p, &kPoisonF32, 4) == 0;
     case Dtype::fp64: return std::memcmp(p, &kPoisonF64, 8) == 0;
+    default: break;  // refused by poisoned()
   }
   return false;
 }
 }  // namespace
-
-std::size_t dtype_size(Dtype d) {
-  switch (d) {
-    case Dtype::bf16:
-    case Dtype::fp16: return 2;
-    case Dtype::fp32: return 4;
-    case Dtype::fp64: return 8;
-  }
-  throw std::invalid_argument("dtype_size: unknown dtype");
-}
 
 Dtype parse_dtype(const std::string& name) {
   if (name == "bf16" || name == "bfloat16") return Dtype::bf16;
@@ -54,11 +46,14 @@ Dtype parse_dtype(const std::string& name) {
 }
 
 TypedTensor TypedTensor::poisoned(Dtype dtype, std::vector<std::int64_t> shape) {
+  if (!is_floating(dtype))
+    throw std::invalid_argument("TypedTensor: dtype " + std::string(dtype_name(dtype)) +
+                                " is not a floating-point dtype (bf16, fp16, fp32 or fp64)");
   TypedTensor t;
   t.dtype_ = dtype;
   t.count_ = ref::Tensor<double>::count(shape);
   t.shape_ = std::move(shape);
-  const std::size_t w = dtype_size(dtype);
+  const std::size_t w = dtype_bytes(dtype);
   t.bytes_.resize((t.count_ + kGuardElements) * w);
   for (std::size_t i = 0; i < t.count_ + kGuardElements; ++i) write_poison(dtype, t.bytes_.data() + i * w);
   return t;
@@ -76,7 +71,7 @@ TypedTensor TypedTensor::from_bytes(Dtype dtype, std::vector<std::int64_t> shape
   TypedTensor t = poisoned(dtype, std::move(shape));
   if (size != t.size_bytes())
     throw std::invalid_argument("TypedTensor::from_bytes: " + std::to_string(size) + " bytes for " +
-                                std::to_string(t.count_) + " elements of " + std::string(ref::dtype_name(dtype)));
+                                std::to_string(t.count_) + " elements of " + std::string(dtype_name(dtype)));
   std::memcpy(t.bytes_.data(), bytes, size);
   return t;
 }
@@ -84,21 +79,21 @@ TypedTensor TypedTensor::from_bytes(Dtype dtype, std::vector<std::int64_t> shape
 void TypedTensor::require(bool dtype_matches, const char* accessor) const {
   if (!dtype_matches)
     throw std::invalid_argument(std::string("TypedTensor::") + accessor + ": tensor holds " +
-                                std::string(ref::dtype_name(dtype_)));
+                                std::string(dtype_name(dtype_)));
 }
 
 float* TypedTensor::f32() { require(dtype_ == Dtype::fp32, "f32"); return reinterpret_cast<float*>(bytes_.data()); }
 const float* TypedTensor::f32() const { require(dtype_ == Dtype::fp32, "f32"); return reinterpret_cast<const float*>(bytes_.data()); }
 double* TypedTensor::f64() { require(dtype_ == Dtype::fp64, "f64"); return reinterpret_cast<double*>(bytes_.data()); }
 const double* TypedTensor::f64() const { require(dtype_ == Dtype::fp64, "f64"); return reinterpret_cast<const double*>(bytes_.data()); }
-std::uint16_t* TypedTensor::bits16() { require(dtype_size(dtype_) == 2, "bits16"); return reinterpret_cast<std::uint16_t*>(bytes_.data()); }
+std::uint16_t* TypedTensor::bits16() { require(dtype_bytes(dtype_) == 2, "bits16"); return reinterpret_cast<std::uint16_t*>(bytes_.data()); }
 const std::uint16_t* TypedTensor::bits16() const {
-  require(dtype_size(dtype_) == 2, "bits16");
+  require(dtype_bytes(dtype_) == 2, "bits16");
   return reinterpret_cast<const std::uint16_t*>(bytes_.data());
 }
 
 double TypedTensor::get(std::size_t i) const {
-  const std::byte* p = bytes_.data() + i * dtype_size(dtype_);
+  const std::byte* p = bytes_.data() + i * dtype_bytes(dtype_);
   switch (dtype_) {
     case Dtype::bf16: {
       std::uint16_t h;
@@ -123,12 +118,13 @@ double TypedTensor::get(std::size_t i) const {
       std::memcpy(&d, p, 8);
       return d;
     }
+    default: break;  // refused by poisoned()
   }
   return std::nan("");
 }
 
 void TypedTensor::set(std::size_t i, double value) {
-  std::byte* p = bytes_.data() + i * dtype_size(dtype_);
+  std::byte* p = bytes_.data() + i * dtype_bytes(dtype_);
   const double r = ref::round_to(dtype_, value);  // exact in the dtype from here on
   switch (dtype_) {
     case Dtype::bf16: {
@@ -152,10 +148,11 @@ void TypedTensor::set(std::size_t i, double value) {
       break;
     }
     case Dtype::fp64: std::memcpy(p, &r, 8); break;
+    default: break;  // refused by poisoned()
   }
 }
 
-bool TypedTensor::is_poison(std::size_t i) const { return holds_poison(dtype_, bytes_.data() + i * dtype_size(dtype_)); }
+bool TypedTensor::is_poison(std::size_t i) const { return holds_poison(dtype_, bytes_.data() + i * dtype_bytes(dtype_)); }
 
 bool TypedTensor::guard_intact() const {
   for (std::size_t i = count_; i < count_ + kGuardElements; ++i)

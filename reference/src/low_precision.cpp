@@ -6,18 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace larc::ref {
-
-std::string_view dtype_name(Dtype d) {
-  switch (d) {
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::fp32: return "fp32";
-    case Dtype::fp64: return "fp64";
-  }
-  return "?";
-}
 
 namespace {
 // Rounds x once to the nearest number with `digits` significant bits, normal exponents down to
@@ -66,8 +57,9 @@ double round_to(Dtype d, double x) {
     case Dtype::fp16: return round_fp16(x);
     case Dtype::fp32: return static_cast<float>(x);
     case Dtype::fp64: return x;
+    default: break;
   }
-  throw std::invalid_argument("round_to: unknown dtype");
+  throw std::invalid_argument("round_to: " + std::string(dtype_name(d)) + " is not a floating-point dtype");
 }
 
 double dtype_unit_roundoff(Dtype d) {
@@ -76,8 +68,9 @@ double dtype_unit_roundoff(Dtype d) {
     case Dtype::fp16: return std::ldexp(1.0, -11);
     case Dtype::fp32: return std::ldexp(1.0, -24);
     case Dtype::fp64: return std::ldexp(1.0, -53);
+    default: break;
   }
-  throw std::invalid_argument("dtype_unit_roundoff: unknown dtype");
+  throw std::invalid_argument("dtype_unit_roundoff: " + std::string(dtype_name(d)) + " is not a floating-point dtype");
 }
 
 }  // namespace larc::ref

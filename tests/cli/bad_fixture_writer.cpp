@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     larc::fixtures::write_file_atomically(dir / (row.name + ".message"), larc::testing::refusal(row));
   }
   larc::fixtures::SafetensorsFile candidate;
-  candidate.tensors["o"] = larc::fixtures::TensorData::from_doubles(larc::fixtures::DType::F32, {1, 5, 1, 3},
+  candidate.tensors["o"] = larc::fixtures::TensorData::from_doubles(larc::fixtures::Dtype::fp32, {1, 5, 1, 3},
                                                                       std::vector<double>(15, 0.0));
   larc::fixtures::write_safetensors(dir / "wrong_o_candidate.safetensors", candidate);
   larc::fixtures::write_file_atomically(dir / "not_a_report.json", "not JSON\n");

@@ -22,20 +22,20 @@ fx::SafetensorsFile sample() {
   f.metadata = {{"mechanism", "gdn"}, {"seed", "18446744073709551615"}, {"note", "sample for the CLI and interop tests: ü"}};
   std::vector<double> ramp(2 * 3 * 4);
   for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = (static_cast<double>(i) - 11.0) / 8.0;  // exact in every float dtype
-  f.tensors["q"] = fx::TensorData::from_doubles(fx::DType::BF16, {1, 2, 3, 4}, ramp);
-  f.tensors["k"] = fx::TensorData::from_doubles(fx::DType::F16, {1, 2, 3, 4}, ramp);
-  f.tensors["v"] = fx::TensorData::from_doubles(fx::DType::F32, {1, 2, 3, 4}, ramp);
-  f.tensors["o"] = fx::TensorData::from_doubles(fx::DType::F64, {1, 2, 3, 4}, ramp);
-  f.tensors["special_f64"] = fx::TensorData::from_doubles(fx::DType::F64, {6}, std::vector<double>{0.1, -0.0, 4.9e-324, inf, -inf, nan});
-  f.tensors["special_f32"] = fx::TensorData::from_doubles(fx::DType::F32, {4}, std::vector<double>{1e-45, -0.0, inf, nan});
-  f.tensors["special_f16"] = fx::TensorData::from_doubles(fx::DType::F16, {4}, std::vector<double>{0x1p-24, 65504.0, -inf, nan});
-  f.tensors["special_bf16"] = fx::TensorData::from_doubles(fx::DType::BF16, {4}, std::vector<double>{0x1p-133, 0x1.fep127, -0.0, nan});
-  f.tensors["index_i64"] = fx::TensorData::from_doubles(fx::DType::I64, {3}, std::vector<double>{-0x1p62, 0.0, 0x1p53});
-  f.tensors["index_i32"] = fx::TensorData::from_doubles(fx::DType::I32, {2}, std::vector<double>{-0x1p31, 7.0});
-  f.tensors["bytes_u8"] = fx::TensorData::from_doubles(fx::DType::U8, {2, 1}, std::vector<double>{0.0, 255.0});
-  f.tensors["mask_bool"] = fx::TensorData::from_doubles(fx::DType::BOOL, {3}, std::vector<double>{1.0, 0.0, 1.0});
-  f.tensors["scalar"] = fx::TensorData::from_doubles(fx::DType::F32, {}, std::vector<double>{2.0});
-  f.tensors["empty"] = fx::TensorData{fx::DType::F32, {0, 4}, {}};
+  f.tensors["q"] = fx::TensorData::from_doubles(fx::Dtype::bf16, {1, 2, 3, 4}, ramp);
+  f.tensors["k"] = fx::TensorData::from_doubles(fx::Dtype::fp16, {1, 2, 3, 4}, ramp);
+  f.tensors["v"] = fx::TensorData::from_doubles(fx::Dtype::fp32, {1, 2, 3, 4}, ramp);
+  f.tensors["o"] = fx::TensorData::from_doubles(fx::Dtype::fp64, {1, 2, 3, 4}, ramp);
+  f.tensors["special_f64"] = fx::TensorData::from_doubles(fx::Dtype::fp64, {6}, std::vector<double>{0.1, -0.0, 4.9e-324, inf, -inf, nan});
+  f.tensors["special_f32"] = fx::TensorData::from_doubles(fx::Dtype::fp32, {4}, std::vector<double>{1e-45, -0.0, inf, nan});
+  f.tensors["special_f16"] = fx::TensorData::from_doubles(fx::Dtype::fp16, {4}, std::vector<double>{0x1p-24, 65504.0, -inf, nan});
+  f.tensors["special_bf16"] = fx::TensorData::from_doubles(fx::Dtype::bf16, {4}, std::vector<double>{0x1p-133, 0x1.fep127, -0.0, nan});
+  f.tensors["index_i64"] = fx::TensorData::from_doubles(fx::Dtype::i64, {3}, std::vector<double>{-0x1p62, 0.0, 0x1p53});
+  f.tensors["index_i32"] = fx::TensorData::from_doubles(fx::Dtype::i32, {2}, std::vector<double>{-0x1p31, 7.0});
+  f.tensors["bytes_u8"] = fx::TensorData::from_doubles(fx::Dtype::u8, {2, 1}, std::vector<double>{0.0, 255.0});
+  f.tensors["mask_bool"] = fx::TensorData::from_doubles(fx::Dtype::boolean, {3}, std::vector<double>{1.0, 0.0, 1.0});
+  f.tensors["scalar"] = fx::TensorData::from_doubles(fx::Dtype::fp32, {}, std::vector<double>{2.0});
+  f.tensors["empty"] = fx::TensorData{fx::Dtype::fp32, {0, 4}, {}};
   return f;
 }
 

@@ -90,7 +90,7 @@ TEST_P(GpuKernels, PassTheOracleOnASmallShape) { expect_passes(g, dtype, shape_f
 TEST_P(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
   for (std::int64_t d : {1, 3, 5}) {
     const Shape shape{2, 150, 2, d, d};
-    if (g.subject->limits.accepts(shape)) expect_passes(g, dtype, shape, static_cast<std::uint64_t>(100 + d));
+    if (harness::limits_accept(g.subject->limits, shape)) expect_passes(g, dtype, shape, static_cast<std::uint64_t>(100 + d));
   }
 }
 
@@ -98,7 +98,7 @@ TEST_P(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
 TEST_P(GpuKernels, PassTheOracleWithGroupedValueHeads) {
   Shape shape = shape_for(*g.kernel, 2, 65, 2, 32);
   shape.HV = 6;
-  if (!g.mechanism->groups_value_heads() || !g.subject->limits.accepts(shape)) GTEST_SKIP() << "no grouped value heads";
+  if (!g.mechanism->groups_value_heads() || !harness::limits_accept(g.subject->limits, shape)) GTEST_SKIP() << "no grouped value heads";
   expect_passes(g, dtype, shape, 8);
 }
 
@@ -106,7 +106,7 @@ TEST_P(GpuKernels, PassTheOracleWithGroupedValueHeads) {
 TEST_P(GpuKernels, PassTheOracleWithTheCasesScale) {
   const auto& knobs = g.mechanism->knobs;
   const bool has_scale = std::any_of(knobs.begin(), knobs.end(), [](const auto& k) { return k.name == larc::harness::kScaleFactorKnob; });
-  if (!has_scale || !g.subject->takes_scale) GTEST_SKIP() << "no read scale";
+  if (!has_scale || !g.subject->limits.scale) GTEST_SKIP() << "no read scale";
   for (double factor : {4.0, 0.125})
     expect_passes(g, dtype, shape_for(*g.kernel, 2, 65, 2, 32), 9, {{larc::harness::kScaleFactorKnob, factor}});
 }
@@ -130,10 +130,9 @@ TEST_P(GpuKernelsBitwise, BatchNeighboursDoNotChangeASequencesOutput) {
 
 TEST_P(GpuKernelsWithInitialState, SplitSequenceWithCarriedStateEqualsOneLaunch) {
   const Shape full = shape_for(*g.kernel, 2, 100, 2, 32);
-  // A chunked kernel cuts its sequence into chunks of 64 from each launch's first token: only a cut on
-  // a chunk boundary repeats the whole launch's arithmetic, bit for bit.
-  const bool chunked = g.kernel->name.find("-chunked") != std::string::npos;
-  const std::int64_t cut = chunked ? 64 : 37;
+  // A chunked kernel cuts its sequence into chunks from each launch's first token (ShapeLimits::chunk):
+  // only a cut on a chunk boundary repeats the whole launch's arithmetic, bit for bit.
+  const std::int64_t cut = g.kernel->limits.chunk > 0 ? g.kernel->limits.chunk : 37;
   const TensorMap inputs = inputs_for(*g.mechanism, full, dtype, 13);
   const TensorMap whole = run(g, full, dtype, inputs);
   auto [first_in, second_in] = split_at(*g.mechanism, inputs, cut, full.T);

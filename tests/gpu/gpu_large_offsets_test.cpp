@@ -14,8 +14,8 @@ using namespace larc::gpu_test;
 
 constexpr std::int64_t kBatchStride = std::int64_t{1} << 31;
 
-larc::gpu::DType gpu_dtype(Dtype d) {
-  return d == Dtype::bf16 ? larc::gpu::DType::bf16 : d == Dtype::fp16 ? larc::gpu::DType::fp16 : larc::gpu::DType::fp32;
+larc::gpu::Dtype gpu_dtype(Dtype d) {
+  return d == Dtype::bf16 ? larc::gpu::Dtype::bf16 : d == Dtype::fp16 ? larc::gpu::Dtype::fp16 : larc::gpu::Dtype::fp32;
 }
 
 void require(const larc::gpu::Status& s) { ASSERT_TRUE(s.ok) << s.message; }

@@ -51,15 +51,15 @@ inline std::optional<GpuSubject> gpu_subject(const gpu::Kernel& k) {
 // exist (and skip themselves) on a machine without one.
 struct KernelDtype {
   const gpu::Kernel* kernel;
-  gpu::DType dtype;
+  gpu::Dtype dtype;
 };
 
 inline void PrintTo(const KernelDtype& p, std::ostream* os) {
   *os << p.kernel->name << " (" << p.kernel->mechanism << ") " << gpu::dtype_name(p.dtype);
 }
 
-inline Dtype harness_dtype(gpu::DType d) {
-  return d == gpu::DType::bf16 ? Dtype::bf16 : d == gpu::DType::fp16 ? Dtype::fp16 : Dtype::fp32;
+inline Dtype harness_dtype(gpu::Dtype d) {
+  return d == gpu::Dtype::bf16 ? Dtype::bf16 : d == gpu::Dtype::fp16 ? Dtype::fp16 : Dtype::fp32;
 }
 
 // Every (kernel, dtype) pair of the registry whose kernel `keep` accepts; with first_dtype_only, each
@@ -69,8 +69,8 @@ inline std::vector<KernelDtype> kernel_dtypes(bool first_dtype_only = false,
   std::vector<KernelDtype> out;
   for (const gpu::Kernel& k : gpu::kernels()) {
     if (keep && !keep(k)) continue;
-    for (gpu::DType d : k.dtypes) {
-      if (d != gpu::DType::bf16 && d != gpu::DType::fp16 && d != gpu::DType::fp32) continue;
+    for (gpu::Dtype d : k.dtypes) {
+      if (d != gpu::Dtype::bf16 && d != gpu::Dtype::fp16 && d != gpu::Dtype::fp32) continue;
       out.push_back({&k, d});
       if (first_dtype_only) break;
     }
@@ -136,7 +136,7 @@ inline TypedTensor slice(const TypedTensor& t, int axis, std::int64_t begin, std
   std::int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= shape[i];
   for (std::size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
-  const std::size_t es = harness::dtype_size(t.dtype()), n = shape[axis];
+  const std::size_t es = harness::dtype_bytes(t.dtype()), n = shape[axis];
   shape[axis] = end - begin;
   TypedTensor out = TypedTensor::poisoned(t.dtype(), shape);
   for (std::int64_t o = 0; o < outer; ++o)
@@ -151,7 +151,7 @@ inline TypedTensor tile(const TypedTensor& t, int axis, std::int64_t times) {
   std::int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= shape[i];
   for (std::size_t i = axis; i < shape.size(); ++i) inner *= shape[i];
-  const std::size_t es = harness::dtype_size(t.dtype());
+  const std::size_t es = harness::dtype_bytes(t.dtype());
   shape[axis] *= times;
   TypedTensor out = TypedTensor::poisoned(t.dtype(), shape);
   for (std::int64_t o = 0; o < outer; ++o)
@@ -168,8 +168,8 @@ inline bool bitwise_equal(const TypedTensor& a, const TypedTensor& b) {
 inline std::string first_difference(const TypedTensor& a, const TypedTensor& b) {
   if (a.shape() != b.shape()) return "shapes differ";
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(a.data() + i * harness::dtype_size(a.dtype()), b.data() + i * harness::dtype_size(b.dtype()),
-                    harness::dtype_size(a.dtype())) != 0)
+    if (std::memcmp(a.data() + i * harness::dtype_bytes(a.dtype()), b.data() + i * harness::dtype_bytes(b.dtype()),
+                    harness::dtype_bytes(a.dtype())) != 0)
       return "element " + std::to_string(i) + ": " + std::to_string(a.get(i)) + " vs " + std::to_string(b.get(i));
   return "equal";
 }

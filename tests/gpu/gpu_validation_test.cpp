@@ -16,7 +16,7 @@
 
 namespace {
 
-using larc::gpu::DType;
+using larc::gpu::Dtype;
 using larc::gpu::Kernel;
 using larc::gpu::LaunchArgs;
 using larc::gpu::TensorView;
@@ -41,14 +41,14 @@ std::string spec_of(const Kernel& k, const std::string& name) {
 
 // A valid launch of `k` in `dtype`: B = 2 (varlen: 1 batch of N = 2 sequences), T = 5, H = 3, K = V = 16
 // or the kernel's first head dim.
-Launch valid_launch(const Kernel& k, DType dtype, bool device) {
+Launch valid_launch(const Kernel& k, Dtype dtype, bool device) {
   const auto& m = larc::harness::find_mechanism(k.mechanism);
   const std::int64_t d = k.limits.head_dims.empty() ? 16 : k.limits.head_dims.front();
   const larc::harness::Shape s{k.limits.varlen ? 1 : 2, 5, 3, d, d};
   const larc::harness::Shape states{2, 5, 3, d, d};
   Launch L;
   std::uintptr_t fake = 1 << 20;
-  auto add = [&](larc::gpu::Tensors& to, const std::string& name, const std::vector<std::int64_t>& shape, DType dt) {
+  auto add = [&](larc::gpu::Tensors& to, const std::string& name, const std::vector<std::int64_t>& shape, Dtype dt) {
     TensorView v{nullptr, dt, shape, {}};
     const std::size_t bytes = static_cast<std::size_t>(v.numel()) * larc::gpu::dtype_bytes(dt);
     if (device) {
@@ -70,13 +70,13 @@ Launch valid_launch(const Kernel& k, DType dtype, bool device) {
   for (const auto& spec : m.outputs) {
     const bool state = spec.always_fp32;
     add(L.args.outputs, spec.name, larc::harness::dims_of(spec.dims, state ? states : s),
-        state ? DType::fp32 : dtype);
+        state ? Dtype::fp32 : dtype);
     if (!state) L.required.push_back(spec.name);
   }
   if (k.limits.initial_state)
-    add(L.args.inputs, "initial_state", larc::harness::dims_of("BHKV", states), DType::fp32);
+    add(L.args.inputs, "initial_state", larc::harness::dims_of("BHKV", states), Dtype::fp32);
   if (k.limits.varlen) {
-    add(L.args.inputs, "cu_seqlens", {3}, DType::i64);
+    add(L.args.inputs, "cu_seqlens", {3}, Dtype::i64);
     L.required.push_back("cu_seqlens");
   }
   return L;
@@ -110,7 +110,7 @@ void expect_refused(const Kernel& k, const LaunchArgs& args, const std::vector<s
 class GpuValidation : public ::testing::TestWithParam<KernelDtype> {
  protected:
   const Kernel& k = *GetParam().kernel;
-  const DType dtype = GetParam().dtype;
+  const Dtype dtype = GetParam().dtype;
   const bool device = device_present();
 };
 // The kernels that take any head dimension (no list of head dims).
@@ -148,7 +148,7 @@ TEST_P(GpuValidation, EveryMalformedTensorIsRefusedByName) {
       const auto& spec_dims = spec_of(k, name);
       if (name != "q" && name != "cu_seqlens" && (spec_dims.empty() || spec_dims.back() != 'L'))
         expect_refused(k, mutated([](TensorView& v) { v.shape.back() += 1; }), {"shape"}, name + " one element too wide");
-      const DType wrong = view.dtype == DType::i64 ? DType::fp32 : DType::i64;
+      const Dtype wrong = view.dtype == Dtype::i64 ? Dtype::fp32 : Dtype::i64;
       expect_refused(k, mutated([&](TensorView& v) { v.dtype = wrong; }), {quoted, "dtype"}, name + " in the wrong dtype");
       expect_refused(k, mutated([](TensorView& v) {
                        v.strides = v.effective_strides();

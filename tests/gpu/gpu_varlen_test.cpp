@@ -24,7 +24,7 @@
 namespace {
 
 using larc::gpu::DeviceBuffer;
-using larc::gpu::DType;
+using larc::gpu::Dtype;
 using larc::gpu::Kernel;
 using larc::gpu::LaunchArgs;
 using larc::gpu::Status;
@@ -45,7 +45,7 @@ constexpr VarlenKernel kKernels[] = {{"gdn-fused-recurrent-varlen", "gdn-fused-r
 constexpr std::size_t kGuardBytes = 256;  // 0xFF bytes (NaN) after every device tensor
 
 std::int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>()); }
-std::size_t bytes_of(DType d, const Shape& s) { return static_cast<std::size_t>(numel(s)) * larc::gpu::dtype_bytes(d); }
+std::size_t bytes_of(Dtype d, const Shape& s) { return static_cast<std::size_t>(numel(s)) * larc::gpu::dtype_bytes(d); }
 
 const Kernel& kernel(const char* name, const char* mechanism) {
   const Kernel* k = larc::gpu::find_kernel(name, mechanism);
@@ -63,7 +63,7 @@ struct DeviceTensor {
   DeviceBuffer buffer;
   TensorView view;
 
-  DeviceTensor(DType dtype, const Shape& shape, const std::vector<unsigned char>& bytes = {}) {
+  DeviceTensor(Dtype dtype, const Shape& shape, const std::vector<unsigned char>& bytes = {}) {
     Status st;
     buffer = DeviceBuffer::allocate(bytes_of(dtype, shape) + kGuardBytes, st);
     require(st);
@@ -85,11 +85,11 @@ struct DeviceTensor {
 };
 
 // The bytes of `values` in dtype, fp32 or bf16 (rounded to nearest even; values are finite).
-std::vector<unsigned char> encode(DType dtype, const std::vector<float>& values) {
-  if (dtype != DType::fp32 && dtype != DType::bf16) throw std::invalid_argument("encode: fp32 or bf16 only");
+std::vector<unsigned char> encode(Dtype dtype, const std::vector<float>& values) {
+  if (dtype != Dtype::fp32 && dtype != Dtype::bf16) throw std::invalid_argument("encode: fp32 or bf16 only");
   std::vector<unsigned char> out(values.size() * larc::gpu::dtype_bytes(dtype));
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::fp32) {
+    if (dtype == Dtype::fp32) {
       std::memcpy(out.data() + 4 * i, &values[i], 4);
     } else {
       std::uint32_t u;
@@ -108,10 +108,10 @@ std::vector<float> uniform(std::mt19937_64& rng, std::int64_t n, float lo, float
   return out;
 }
 
-std::vector<unsigned char> offsets_bytes(DType dtype, const std::vector<std::int64_t>& cu) {
+std::vector<unsigned char> offsets_bytes(Dtype dtype, const std::vector<std::int64_t>& cu) {
   std::vector<unsigned char> out(cu.size() * larc::gpu::dtype_bytes(dtype));
   for (std::size_t i = 0; i < cu.size(); ++i) {
-    if (dtype == DType::i64) {
+    if (dtype == Dtype::i64) {
       std::memcpy(out.data() + 8 * i, &cu[i], 8);
     } else {
       const auto v = static_cast<std::int32_t>(cu[i]);
@@ -137,16 +137,16 @@ std::int64_t first_unwritten(const unsigned char* p, std::int64_t n, std::size_t
 // Random packed inputs of T tokens and N random initial states [N,H,K,V].
 struct Packed {
   std::int64_t T, N, H, K, V;
-  DType dtype;
+  Dtype dtype;
   std::vector<DeviceTensor> owned;
   LaunchArgs args;
 
-  Packed(const VarlenKernel& vk, DType dt, std::int64_t tokens, std::int64_t sequences, std::int64_t h, std::int64_t k,
+  Packed(const VarlenKernel& vk, Dtype dt, std::int64_t tokens, std::int64_t sequences, std::int64_t h, std::int64_t k,
          std::int64_t v, std::uint64_t seed)
       : T(tokens), N(sequences), H(h), K(k), V(v), dtype(dt) {
     std::mt19937_64 rng(seed);
     owned.reserve(8);
-    auto add = [&](const std::string& name, DType d, const Shape& shape, const std::vector<unsigned char>& bytes) {
+    auto add = [&](const std::string& name, Dtype d, const Shape& shape, const std::vector<unsigned char>& bytes) {
       owned.emplace_back(d, shape, bytes);
       args.inputs[name] = owned.back().view;
     };
@@ -156,7 +156,7 @@ struct Packed {
     add("v", dt, {1, T, H, V}, encode(dt, uniform(rng, T * H * V, -1, 1)));
     add("g", dt, {1, T, H}, encode(dt, uniform(rng, T * H, -1, 0)));
     add(vk.step, dt, {1, T, H}, encode(dt, uniform(rng, T * H, 0.05f, 1)));
-    add("initial_state", DType::fp32, {N, H, K, V}, encode(DType::fp32, uniform(rng, N * H * K * V, -1, 1)));
+    add("initial_state", Dtype::fp32, {N, H, K, V}, encode(Dtype::fp32, uniform(rng, N * H * K * V, -1, 1)));
   }
   const DeviceTensor& input(const std::string& name) const {
     for (const DeviceTensor& t : owned)
@@ -170,9 +170,9 @@ struct Outputs {
 };
 
 // The varlen kernel over all sequences of `packed` with these cu_seqlens.
-Outputs run_varlen(const VarlenKernel& vk, const Packed& packed, DType cu_dtype, const std::vector<std::int64_t>& cu) {
+Outputs run_varlen(const VarlenKernel& vk, const Packed& packed, Dtype cu_dtype, const std::vector<std::int64_t>& cu) {
   Outputs out{DeviceTensor(packed.dtype, {1, packed.T, packed.H, packed.V}),
-              DeviceTensor(DType::fp32, {packed.N, packed.H, packed.K, packed.V})};
+              DeviceTensor(Dtype::fp32, {packed.N, packed.H, packed.K, packed.V})};
   const DeviceTensor offsets(cu_dtype, {static_cast<std::int64_t>(cu.size())}, offsets_bytes(cu_dtype, cu));
   LaunchArgs args = packed.args;
   args.inputs["cu_seqlens"] = offsets.view;
@@ -207,7 +207,7 @@ LaunchArgs sequence_inputs(const Packed& packed, std::int64_t n, std::int64_t bo
 Outputs run_alone(const VarlenKernel& vk, const Packed& packed, std::int64_t n, std::int64_t bos, std::int64_t eos) {
   const std::int64_t L = eos - bos;
   Outputs out{DeviceTensor(packed.dtype, {1, L, packed.H, packed.V}),
-              DeviceTensor(DType::fp32, {1, packed.H, packed.K, packed.V})};
+              DeviceTensor(Dtype::fp32, {1, packed.H, packed.K, packed.V})};
   LaunchArgs args = sequence_inputs(packed, n, bos, eos);
   args.outputs["o"] = out.o.view;
   args.outputs["final_state"] = out.final_state.view;
@@ -223,7 +223,7 @@ Outputs run_alone(const VarlenKernel& vk, const Packed& packed, std::int64_t n, 
   } while (0)
 
 struct Case {
-  DType dtype, cu_dtype;
+  Dtype dtype, cu_dtype;
   std::int64_t H, K, V;
 };
 
@@ -235,9 +235,9 @@ void expect_packed_equals_alone(const std::vector<std::int64_t>& lengths, std::u
   for (std::int64_t L : lengths) cu.push_back(cu.back() + L);
   const std::int64_t T = cu.back(), N = static_cast<std::int64_t>(lengths.size());
   // K = 48 and 200 are not powers of two; V = 40 and 17 leave a partial tile of value columns.
-  const Case cases[] = {{DType::fp32, DType::i64, 2, 48, 40},
-                        {DType::bf16, DType::i32, 1, 128, 128},
-                        {DType::bf16, DType::i64, 1, 200, 17}};
+  const Case cases[] = {{Dtype::fp32, Dtype::i64, 2, 48, 40},
+                        {Dtype::bf16, Dtype::i32, 1, 128, 128},
+                        {Dtype::bf16, Dtype::i64, 1, 200, 17}};
   for (const VarlenKernel& vk : kKernels) {
     for (const Case& c : cases) {
       SCOPED_TRACE(std::string(vk.varlen) + " " + std::string(larc::gpu::dtype_name(c.dtype)) + " cu_seqlens " +
@@ -293,9 +293,9 @@ TEST(GpuVarlen, CorruptOffsetsGiveNaNFinalStatesAndNoError) {
   const std::int64_t N = static_cast<std::int64_t>(cu.size()) - 1;
   std::uint64_t seed = 100;
   for (const VarlenKernel& vk : kKernels) {
-    for (const DType cu_dtype : {DType::i32, DType::i64}) {
+    for (const Dtype cu_dtype : {Dtype::i32, Dtype::i64}) {
       SCOPED_TRACE(std::string(vk.varlen) + " cu_seqlens " + std::string(larc::gpu::dtype_name(cu_dtype)));
-      const Packed packed(vk, DType::fp32, T, N, H, K, V, seed++);
+      const Packed packed(vk, Dtype::fp32, T, N, H, K, V, seed++);
       const Outputs out = run_varlen(vk, packed, cu_dtype, cu);  // require()s a clean synchronize
       const std::vector<unsigned char> o = out.o.bytes(), states = out.final_state.bytes();
       const std::size_t state_bytes = static_cast<std::size_t>(H * K * V) * 4, token_bytes = H * V * 4;
@@ -334,27 +334,27 @@ TEST(GpuVarlen, BackwardOfPackedSequencesWithAPaddedTailEqualsEachSequenceAlone)
   std::uint64_t seed = 200;
   for (const VarlenKernel& vk : kernels) {
     SCOPED_TRACE(vk.varlen);
-    Packed packed(vk, DType::fp32, T, N, H, K, V, seed++);
+    Packed packed(vk, Dtype::fp32, T, N, H, K, V, seed++);
     std::mt19937_64 rng(seed++);
-    packed.owned.emplace_back(DType::fp32, Shape{1, T, H, V}, encode(DType::fp32, uniform(rng, T * H * V, -1, 1)));
+    packed.owned.emplace_back(Dtype::fp32, Shape{1, T, H, V}, encode(Dtype::fp32, uniform(rng, T * H * V, -1, 1)));
     packed.args.inputs["do"] = packed.owned.back().view;
-    packed.owned.emplace_back(DType::fp32, Shape{N, H, K, V}, encode(DType::fp32, uniform(rng, N * H * K * V, -1, 1)));
+    packed.owned.emplace_back(Dtype::fp32, Shape{N, H, K, V}, encode(Dtype::fp32, uniform(rng, N * H * K * V, -1, 1)));
     packed.args.inputs["dht"] = packed.owned.back().view;
     const std::vector<Gradient> gradients = {{"dq", H * K}, {"dk", H * K}, {"dv", H * V}, {"dg", H}, {std::string("d") + vk.step, H}};
     auto launch = [&](const char* name, LaunchArgs args, std::int64_t tokens, std::int64_t sequences) {
       std::map<std::string, DeviceTensor> out;
       for (const Gradient& g : gradients) {
         const Shape shape = g.width == H ? Shape{1, tokens, H} : Shape{1, tokens, H, g.width / H};
-        args.outputs[g.name] = out.emplace(g.name, DeviceTensor(DType::fp32, shape)).first->second.view;
+        args.outputs[g.name] = out.emplace(g.name, DeviceTensor(Dtype::fp32, shape)).first->second.view;
       }
-      args.outputs["dh0"] = out.emplace("dh0", DeviceTensor(DType::fp32, {sequences, H, K, V})).first->second.view;
+      args.outputs["dh0"] = out.emplace("dh0", DeviceTensor(Dtype::fp32, {sequences, H, K, V})).first->second.view;
       require(kernel(name, vk.mechanism).launch(args));
       require(larc::gpu::synchronize());
       std::map<std::string, std::vector<unsigned char>> bytes;
       for (const auto& [g, t] : out) bytes[g] = t.bytes();
       return bytes;
     };
-    const DeviceTensor offsets(DType::i64, {N + 1}, offsets_bytes(DType::i64, cu));
+    const DeviceTensor offsets(Dtype::i64, {N + 1}, offsets_bytes(Dtype::i64, cu));
     LaunchArgs packed_args = packed.args;
     packed_args.inputs["cu_seqlens"] = offsets.view;
     const auto together = launch(vk.varlen, packed_args, T, N);
@@ -380,7 +380,7 @@ TEST(GpuVarlen, BackwardOfPackedSequencesWithAPaddedTailEqualsEachSequenceAlone)
 TEST(GpuVarlen, LaunchesOutsideTheConventionAreRefused) {
   const std::int64_t T = 10, H = 2, K = 16, V = 16, N = 2;
   std::uintptr_t fake = std::uintptr_t{1} << 20;
-  auto view = [&](DType d, Shape shape) {
+  auto view = [&](Dtype d, Shape shape) {
     TensorView v{reinterpret_cast<void*>(fake), d, std::move(shape), {}};
     fake += (bytes_of(d, v.shape) + 4095) / 4096 * 4096 + 4096;
     return v;
@@ -389,15 +389,15 @@ TEST(GpuVarlen, LaunchesOutsideTheConventionAreRefused) {
     const Kernel& k = kernel(vk.varlen, vk.mechanism);
     EXPECT_TRUE(k.limits.varlen && k.limits.initial_state) << k.name;
     LaunchArgs good;
-    good.inputs["q"] = view(DType::bf16, {1, T, H, K});
-    good.inputs["k"] = view(DType::bf16, {1, T, H, K});
-    good.inputs["v"] = view(DType::bf16, {1, T, H, V});
-    good.inputs["g"] = view(DType::bf16, {1, T, H});
-    good.inputs[vk.step] = view(DType::bf16, {1, T, H});
-    good.inputs["cu_seqlens"] = view(DType::i32, {N + 1});
-    good.inputs["initial_state"] = view(DType::fp32, {N, H, K, V});
-    good.outputs["o"] = view(DType::bf16, {1, T, H, V});
-    good.outputs["final_state"] = view(DType::fp32, {N, H, K, V});
+    good.inputs["q"] = view(Dtype::bf16, {1, T, H, K});
+    good.inputs["k"] = view(Dtype::bf16, {1, T, H, K});
+    good.inputs["v"] = view(Dtype::bf16, {1, T, H, V});
+    good.inputs["g"] = view(Dtype::bf16, {1, T, H});
+    good.inputs[vk.step] = view(Dtype::bf16, {1, T, H});
+    good.inputs["cu_seqlens"] = view(Dtype::i32, {N + 1});
+    good.inputs["initial_state"] = view(Dtype::fp32, {N, H, K, V});
+    good.outputs["o"] = view(Dtype::bf16, {1, T, H, V});
+    good.outputs["final_state"] = view(Dtype::fp32, {N, H, K, V});
 
     auto refused = [&](LaunchArgs a, const std::string& word, const std::string& what) {
       const Status st = k.launch(a);
@@ -413,7 +413,7 @@ TEST(GpuVarlen, LaunchesOutsideTheConventionAreRefused) {
     a.inputs.erase("cu_seqlens");
     refused(a, "'cu_seqlens'", "no cu_seqlens");
     a = good;
-    a.inputs["cu_seqlens"].dtype = DType::fp32;
+    a.inputs["cu_seqlens"].dtype = Dtype::fp32;
     refused(a, "'cu_seqlens'", "float cu_seqlens");
     a = good;
     a.inputs["cu_seqlens"].shape = {0};

@@ -26,8 +26,8 @@ inline void register_edited(const EditedSubject& e) {
   s.name = e.name;
   s.mechanism = e.mechanism;
   s.dtypes = {larc::ref::Dtype::bf16, larc::ref::Dtype::fp32};
-  s.takes_initial_state = e.takes_initial_state;
-  s.takes_scale = e.takes_scale;
+  s.limits.initial_state = e.takes_initial_state;
+  s.limits.scale = e.takes_scale;
   s.limits.value_head_groups = e.value_head_groups;
   s.launch = [edit = e.edit, mechanism = e.mechanism](const h::TensorMap& in, h::TensorMap& out) {
     h::ValueMap values = h::decode_all(in);

@@ -147,8 +147,8 @@ TEST(SubjectRegistry, AShapeBelowASubjectsSmallestKeyDimensionIsSkippedAndTheErr
   h::Subject at_least_16 = wrapping("at-least-16", reference_serial);
   at_least_16.limits.min_K = 16;
   at_least_16.limits.max_K = 128;
-  EXPECT_EQ(at_least_16.limits.describe(), "16 ≤ K ≤ 128");
-  EXPECT_EQ(h::ShapeLimits{}.describe(), "any shape");
+  EXPECT_EQ(h::describe_limits(at_least_16.limits), "16 ≤ K ≤ 128");
+  EXPECT_EQ(h::describe_limits(h::ShapeLimits{}), "any shape");
   h::register_subject(at_least_16);
   h::GateOptions o;
   o.subjects = {"at-least-16"};

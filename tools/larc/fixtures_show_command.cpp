@@ -54,8 +54,8 @@ nlohmann::json number_json(double x) {
 nlohmann::json optional_json(const std::optional<double>& x) { return x ? number_json(*x) : nlohmann::json(nullptr); }
 
 nlohmann::json tensor_json(const std::string& name, const fx::TensorData& t, bool with_values) {
-  nlohmann::json j{{"name", name}, {"dtype", fx::dtype_name(t.dtype)}, {"shape", t.shape}, {"numel", t.numel()}};
-  if (fx::dtype_is_float(t.dtype)) {
+  nlohmann::json j{{"name", name}, {"dtype", fx::safetensors_name(t.dtype)}, {"shape", t.shape}, {"numel", t.numel()}};
+  if (larc::is_floating(t.dtype)) {
     const std::vector<double> values = t.to_doubles(name);
     const TensorSummary s = summarize(values);
     j["min"] = optional_json(s.min);

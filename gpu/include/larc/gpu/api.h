@@ -18,6 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include "larc/common/dtype.h"
+#include "larc/common/limits.h"
+
 namespace larc::gpu {
 
 // What the CUDA runtime reports about the devices of this machine. A machine without a device or
@@ -34,16 +37,19 @@ struct DeviceInfo {
 // Never throws on CUDA errors and never aborts: they become present = false with the error string.
 DeviceInfo query_devices();
 
-enum class DType : std::uint8_t { bf16, fp16, fp32, i32, i64 };
-std::string_view dtype_name(DType d);  // "bf16", "fp16", "fp32", "int32", "int64"
-std::size_t dtype_bytes(DType d);
+// The shared vocabulary (larc/common/): dtypes (kernels take bf16, fp16, fp32 values and int32/int64
+// offsets) and the limits a kernel declares, which its gate subject takes over unchanged.
+using larc::Dtype;
+using larc::dtype_bytes;
+using larc::dtype_name;
+using larc::ShapeLimits;
 
 // A device tensor: pointer, dtype, shape and strides in elements. Empty strides mean contiguous
 // row-major. Kernels take any non-negative strides on the outer dimensions; the innermost one must be
 // 1 (the launcher says so otherwise). Outputs are written through `data`.
 struct TensorView {
   void* data = nullptr;
-  DType dtype = DType::fp32;
+  Dtype dtype = Dtype::fp32;
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> strides;
 
@@ -63,7 +69,7 @@ struct Status {
 
 // Named tensors, named as the mechanism's inputs and outputs in harness/mechanism.h (FLA's layout:
 // sequences [B,T,H,D], gates [B,T,H], states [B,H,K,V] in fp32; for kernels with
-// KernelLimits::value_head_groups, v, gates, states and o over HV value heads). Beyond the mechanism's tensors a
+// ShapeLimits::value_head_groups, v, gates, states and o over HV value heads). Beyond the mechanism's tensors a
 // kernel may take "initial_state" (fp32, the final state's shape) and, for varlen kernels,
 // "cu_seqlens" (int32/int64, [N+1], with B = 1 and states [N,H,K,V]).
 using Tensors = std::map<std::string, TensorView, std::less<>>;
@@ -72,30 +78,17 @@ struct LaunchArgs {
   Tensors inputs;
   Tensors outputs;       // an output the kernel can skip (final states) may be left out
   void* stream = nullptr;  // a cudaStream_t; nullptr is the default stream
-  // The read scale of a kernel that has one (KernelLimits::scale), finite and > 0; 0 means its default
+  // The read scale of a kernel that has one (ShapeLimits::scale), finite and > 0; 0 means its default
   // K^{-1/2} (FLA's). A kernel without one refuses any other value.
   double scale = 0;
-};
-
-// The sizes a kernel takes; 0 means no limit of its own (the launcher still checks grid limits).
-struct KernelLimits {
-  std::int64_t max_K = 0, max_V = 0, max_T = 0;
-  std::int64_t min_K = 0;                  // the smallest K it takes (0: any)
-  std::vector<std::int64_t> head_dims;  // when not empty, the only K (and V) it takes
-  bool varlen = false;                  // takes cu_seqlens
-  bool initial_state = false;           // takes "initial_state"
-  bool scale = false;                   // takes LaunchArgs::scale
-  // takes value heads grouped over the query/key heads (FLA's GVA): v, gates, states and o with HV
-  // heads, a multiple of q's and k's H, value head j reading q, k of head j / (HV/H)
-  bool value_head_groups = false;
 };
 
 struct Kernel {
   std::string name;       // e.g. "gdn-fused-recurrent"
   std::string mechanism;  // harness mechanism name, e.g. "gdn"
   std::string description;
-  std::vector<DType> dtypes;  // input/output dtypes it takes (states stay fp32)
-  KernelLimits limits;
+  std::vector<Dtype> dtypes;  // input/output dtypes it takes (states stay fp32)
+  ShapeLimits limits;
   // Validates, then enqueues on args.stream; returns without synchronising. A failed validation
   // launches nothing.
   std::function<Status(const LaunchArgs&)> launch;

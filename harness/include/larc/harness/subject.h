@@ -25,22 +25,19 @@
 #include <string_view>
 #include <vector>
 
+#include "larc/common/limits.h"
 #include "larc/harness/grade.h"
 #include "larc/harness/mechanism.h"
 
 namespace larc::harness {
 
-// The largest sizes a subject takes (0: no limit), the smallest K (0: any), when not empty the only K
-// and V it takes, and whether it takes value heads grouped over the query/key heads (HV a multiple of
-// H other than H; Shape::HV).
-struct ShapeLimits {
-  std::int64_t max_B = 0, max_T = 0, max_H = 0, max_K = 0, max_V = 0;
-  std::int64_t min_K = 0;
-  std::vector<std::int64_t> head_dims;
-  bool value_head_groups = false;
-  bool accepts(const Shape& s) const;
-  std::string describe() const;  // e.g. "16 ≤ K ≤ 128"; "any shape" without limits
-};
+// What a subject takes (larc/common/limits.h): the largest sizes, the smallest K, the only head
+// dimensions, grouped value heads (HV a multiple of H other than H; Shape::HV), packed sequences, an
+// initial state, a read scale, and the chunk length of its arithmetic. A GPU kernel's limits become
+// its subject's unchanged.
+using larc::ShapeLimits;
+bool limits_accept(const ShapeLimits& limits, const Shape& s);
+std::string describe_limits(const ShapeLimits& limits);  // e.g. "16 ≤ K ≤ 128"; "any shape" without limits
 
 using Launcher = std::function<void(const TensorMap& inputs, TensorMap& outputs)>;
 
@@ -52,8 +49,6 @@ struct Subject {
   Launcher launch;
   std::string description;
   GradeDeclaration grades;      // the precision grade of each output and its chunk size (fp32 by default)
-  bool takes_initial_state = true;  // reads an "initial_state" input (cases with one skip it otherwise)
-  bool takes_scale = true;          // reads a "scale" input (cases with one skip it otherwise)
   // The knobs whose cases this subject cannot run unless they hold their defaults (initial_state,
   // scale_factor), and whether it can run `knobs`' case.
   std::vector<std::string> knobs_held_at_default() const;

@@ -15,11 +15,12 @@
 
 namespace larc::harness {
 
-using ref::Dtype;
+using larc::Dtype;
+using larc::dtype_bytes;
+using larc::dtype_name;
 
-std::size_t dtype_size(Dtype d);
-// "bf16", "fp16", "fp32", "fp64"; parse_dtype also takes "bfloat16", "float16", "float32", "float64"
-// and throws std::invalid_argument naming the accepted names.
+// A floating-point dtype by name: "bf16", "fp16", "fp32", "fp64", or "bfloat16", "float16", "float32",
+// "float64"; throws std::invalid_argument naming the accepted names.
 Dtype parse_dtype(const std::string& name);
 
 class TypedTensor {
@@ -27,7 +28,8 @@ class TypedTensor {
   static constexpr std::size_t kGuardElements = 64;
 
   TypedTensor() = default;
-  // Every element set to the poison NaN.
+  // Every element set to the poison NaN. Every factory throws std::invalid_argument for an integer
+  // dtype: a TypedTensor holds floating-point values.
   static TypedTensor poisoned(Dtype dtype, std::vector<std::int64_t> shape);
   // Each value rounded once to `dtype` (round to nearest, ties to even).
   static TypedTensor encode(Dtype dtype, const ref::Tensor<double>& values);
@@ -37,7 +39,7 @@ class TypedTensor {
   Dtype dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }
   std::size_t size() const { return count_; }
-  std::size_t size_bytes() const { return count_ * dtype_size(dtype_); }
+  std::size_t size_bytes() const { return count_ * dtype_bytes(dtype_); }
 
   // Raw elements; the guard region follows the last one.
   std::byte* data() { return bytes_.data(); }

@@ -7,13 +7,13 @@
 #include <cstring>
 #include <string_view>
 
+#include "larc/common/dtype.h"
 #include "larc/reference/types.h"
 
 namespace larc::ref {
 
-enum class Dtype { bf16, fp16, fp32, fp64 };
-
-std::string_view dtype_name(Dtype d);
+using larc::Dtype;  // the shared vocabulary's dtypes; rounding takes the floating-point ones
+using larc::dtype_name;
 
 // Rounds a float to the nearest bf16 (8-bit mantissa), ties to even; NaN stays NaN.
 float round_to_bf16(float x);
@@ -25,7 +25,8 @@ float round_to_tf32(float x);
 // A float with its 13 low mantissa bits cleared (TF32 by truncation toward zero): what a tensor core
 // reads when it is fed fp32 registers without a conversion.
 float truncate_to_tf32(float x);
-// Rounds a double to dtype D in one step (not through float) and returns it widened back to double.
+// Rounds a double to dtype D in one step (not through float) and returns it widened back to double;
+// throws std::invalid_argument for an integer dtype.
 double round_to(Dtype d, double x);
 
 template <class S>
