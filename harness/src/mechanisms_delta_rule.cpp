@@ -119,11 +119,11 @@ std::pair<ref::Tensor<S>, ref::Tensor<S>> grouped_qk(const ValueMap& in, QkFront
 }
 
 // A delta rule with the l2norm front end: the mechanism `m` (its compute already reading q and k
-// through it) renamed <name>-qk-l2norm, with raw queries and keys of spread norms (the raw_qk_norm
-// knobs) and an edge regime where every norm is near √ε, where ε matters.
+// through it) renamed <name>-qk-l2norm, with raw queries and keys of spread norms (the knobs qk_norm_lo
+// and qk_norm_hi) and an edge regime where every norm is near √ε, where ε matters.
 void with_l2norm_in_kernel(Mechanism& m) {
   m.name += "-qk-l2norm";
-  m.description += "; q and k raw, normalised in the kernel: x / √(‖x‖² + 1e-6) per token and head";
+  m.description += "; q and k raw, normalised in the kernel: x / √(‖x‖² + ε) per token and head (ε: qk_l2norm_eps)";
   for (TensorSpec& t : m.inputs)
     if (t.name == "q" || t.name == "k")
       t.meaning = std::string(t.name == "q" ? "queries" : "keys") + " (any norm: l2-normalised in the kernel)";

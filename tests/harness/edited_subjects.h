@@ -13,7 +13,7 @@ struct EditedSubject {
   std::string name, mechanism;
   // The mechanism whose float serial form computes the outputs from the edited inputs (empty: `mechanism`):
   // e.g. gdn for a gdn-qk-l2norm kernel that normalises q and k its own way before the recurrence.
-  std::string computed_as;
+  std::string computed_as = {};
   std::function<void(larc::harness::ValueMap&)> edit;
   bool takes_initial_state = true;
   bool takes_scale = true;
