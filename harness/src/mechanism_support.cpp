@@ -123,7 +123,7 @@ ref::Tensor<double> plain_directions(Rng& rng, const Shape& s, double norm) {
 
 std::vector<Knob> raw_qk_norm_knobs() {
   const std::string meaning = "raw ‖q_t‖, ‖k_t‖ per token and head, log-uniform in [qk_norm_lo, qk_norm_hi]";
-  return {{.name = kQkNormLoKnob, .lo = 1e-4, .hi = 1e4, .default_value = 1e-3, .log_scale = true, .meaning = meaning},
+  return {{.name = kQkNormLoKnob, .lo = 1e-4, .hi = 1e4, .default_value = 1e-2, .log_scale = true, .meaning = meaning},
           {.name = kQkNormHiKnob, .lo = 1e-4, .hi = 1e4, .default_value = 1e2, .log_scale = true, .meaning = meaning}};
 }
 

@@ -8,7 +8,6 @@
 // quotes them).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
