@@ -3,12 +3,13 @@
 
 For every larc fixture given (files or folders of *.safetensors) whose mechanism FLA implements
 (chunk_gated_delta_rule and fused_recurrent_gated_delta_rule for "gdn", chunk_log_linear_attn for
-log-linear attention), this loads the fixture's inputs with `safetensors` (PyTorch) onto CUDA in the
+log-linear attention; chunk_gated_delta_rule and chunk_delta_rule with use_qk_l2norm_in_kernel=True,
+larc.fla's *_qk_l2norm, for "gdn-qk-l2norm" and "deltanet-qk-l2norm": raw q and k), this loads the fixture's inputs with `safetensors` (PyTorch) onto CUDA in the
 fixture's dtype, runs each FLA function twice (the two results must be bitwise equal), passing the
 fixture's "initial_state" when it has one, and writes a candidate file OUT/<fixture>.<function>
 .safetensors holding "o" (FLA's output dtype) and, where FLA returns one, "final_state" (float32),
 with metadata naming the FLA, torch and Triton versions and the GPU. On a gradient fixture (mechanism
-"<forward>-backward": gdn, deltanet, gla) it runs FLA's forward functions of that mechanism with
+"<forward>-backward": gdn, deltanet, gla and the two qk-l2norm mechanisms) it runs FLA's forward functions of that mechanism with
 requires_grad inputs and takes torch.autograd.grad of L = sum(do * o) + sum(dht * final_state) with the
 fixture's do and dht, i.e. FLA's backward: the candidate holds the gradients under the twin's names (dq,
 dk, dv, dg|dgk, dbeta, dh0; without an initial state in the fixture FLA is given a zero one, so that dh0
@@ -44,15 +45,20 @@ from larc import fla as larc_fla  # noqa: E402
 FLA_FUNCTIONS_OF_MECHANISM = {
     "gdn": ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"],
     "log-linear": ["chunk_log_linear_attn"],
+    "gdn-qk-l2norm": ["chunk_gated_delta_rule_qk_l2norm"],
+    "deltanet-qk-l2norm": ["chunk_delta_rule_qk_l2norm"],
 }
 # FLA's functions whose backward is run on a gradient fixture, for each forward mechanism.
 FLA_BACKWARD_OF_MECHANISM = {
     "gdn": ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"],
     "deltanet": ["chunk_delta_rule", "fused_recurrent_delta_rule"],
     "gla": ["chunk_gla", "fused_recurrent_gla"],
+    "gdn-qk-l2norm": ["chunk_gated_delta_rule_qk_l2norm"],
+    "deltanet-qk-l2norm": ["chunk_delta_rule_qk_l2norm"],
 }
 # What FLA's own guards refuse, skipped with FLA's reason rather than reported as errors.
-REFUSED_DTYPES = {"chunk_delta_rule": {"fp32": "FLA's chunk_delta_rule does not support float32"}}
+REFUSED_DTYPES = {name: {"fp32": "FLA's chunk_delta_rule does not support float32"}
+                  for name in ("chunk_delta_rule", "chunk_delta_rule_qk_l2norm")}
 
 
 def functions_of(mechanism):

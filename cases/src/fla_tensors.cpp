@@ -1,5 +1,6 @@
 #include "larc/cases/fla_tensors.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -14,6 +15,17 @@ ref::Tensor<double> entries_tensor(Rng& rng, std::vector<std::int64_t> shape, do
   else
     for (double& x : t.data) x = sigma * rng.normal();
   return t;
+}
+
+void scale_rows_to_log_uniform_norms(Rng& rng, ref::Tensor<double>& x, double lo, double hi) {
+  const std::size_t K = static_cast<std::size_t>(x.shape.back());
+  for (std::size_t r = 0; r < x.data.size(); r += K) {
+    double n2 = 0;
+    for (std::size_t d = r; d < r + K; ++d) n2 += x.data[d] * x.data[d];
+    const double norm = rng.log_uniform(std::min(lo, hi), std::max(lo, hi));
+    if (n2 == 0) continue;
+    for (std::size_t d = r; d < r + K; ++d) x.data[d] *= norm / std::sqrt(n2);
+  }
 }
 
 ref::Tensor<double> normal_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma) {

@@ -41,12 +41,23 @@ def test_chunk_delta_rule(larc_case):
     larc_case.gate(KERNELS["chunk_delta_rule"], device="cuda", grade="io:tf32-truncated")
 
 
+# Raw q and k, normalised inside FLA's kernel (use_qk_l2norm_in_kernel=True), as GDN is used in practice.
+@pytest.mark.larc("gdn-qk-l2norm", **CASES)
+def test_chunk_gated_delta_rule_qk_l2norm(larc_case):
+    larc_case.gate(KERNELS["chunk_gated_delta_rule_qk_l2norm"], device="cuda", grade="io:tf32-truncated")
+
+
+@pytest.mark.larc("deltanet-qk-l2norm", **dict(CASES, dtypes=["bf16", "fp16"]))
+def test_chunk_delta_rule_qk_l2norm(larc_case):
+    larc_case.gate(KERNELS["chunk_delta_rule_qk_l2norm"], device="cuda", grade="io:tf32-truncated")
+
+
 # Gradient cases: the forward's shapes in bf16 and fp32 (fp16 left to the forward tests).
 GRAD_CASES = dict(grad=True, dtypes=["bf16", "fp32"], shapes=SHAPES, limits={"head_dims": [64, 128]})
 # Functions whose backward FLA refuses (it raises): chunk_gated_delta_rule by its own guard (Triton < 3.7.1
 # miscompiles it on Hopper), fused_recurrent_gated_delta_rule because it has none. Gated all the same; the
 # refusal, when it comes, is an expected failure carrying FLA's message; a function not listed that raises fails.
-REFUSES_BACKWARD = {"chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"}
+REFUSES_BACKWARD = {"chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "chunk_gated_delta_rule_qk_l2norm"}
 
 
 def gate_backward(case, function):
@@ -85,3 +96,13 @@ def test_chunk_delta_rule_backward(larc_case):
 @pytest.mark.larc("deltanet", **GRAD_CASES)
 def test_fused_recurrent_delta_rule_backward(larc_case):
     gate_backward(larc_case, "fused_recurrent_delta_rule")
+
+
+@pytest.mark.larc("gdn-qk-l2norm", **GRAD_CASES)
+def test_chunk_gated_delta_rule_qk_l2norm_backward(larc_case):
+    gate_backward(larc_case, "chunk_gated_delta_rule_qk_l2norm")
+
+
+@pytest.mark.larc("deltanet-qk-l2norm", **dict(GRAD_CASES, dtypes=["bf16"]))  # chunk_delta_rule refuses float32
+def test_chunk_delta_rule_qk_l2norm_backward(larc_case):
+    gate_backward(larc_case, "chunk_delta_rule_qk_l2norm")

@@ -92,6 +92,7 @@ std::vector<KnobValues> edge_regimes(bool decays, const KnobValues& extra) {
 namespace {
 constexpr std::uint64_t kDecayRegimeStream = 0x51;  // mix_seed stream of the hard/zero decay tokens
 constexpr std::uint64_t kCotangentStream = 0x52;    // mix_seed stream of the cotangents do and dht
+constexpr std::uint64_t kRawNormStream = 0x53;      // mix_seed stream of raw query and key norms
 enum class CotangentRegime { both = 0, output_only = 1, state_only = 2 };  // mix_seed stream of the hard/zero decay tokens
 
 double knob_or(const KnobValues& knobs, const char* name, double fallback) {
@@ -118,6 +119,18 @@ void add_qkv(ValueMap& in, Rng& rng, const Shape& s, const KnobValues& knobs, do
 
 ref::Tensor<double> plain_directions(Rng& rng, const Shape& s, double norm) {
   return cases::keys_tensor(rng, s.B, s.T, s.H, s.K, cases::KeySet::collinear, 0, norm);
+}
+
+std::vector<Knob> raw_qk_norm_knobs() {
+  const std::string meaning = "raw ‖q_t‖, ‖k_t‖ per token and head, log-uniform in [qk_norm_lo, qk_norm_hi]";
+  return {{.name = kQkNormLoKnob, .lo = 1e-4, .hi = 1e4, .default_value = 1e-2, .log_scale = true, .meaning = meaning},
+          {.name = kQkNormHiKnob, .lo = 1e-4, .hi = 1e4, .default_value = 1e2, .log_scale = true, .meaning = meaning}};
+}
+
+void spread_qk_norms(ValueMap& in, std::uint64_t seed, const KnobValues& knobs) {
+  Rng rng(mix_seed(seed, kRawNormStream));
+  for (const char* name : {"q", "k"})
+    cases::scale_rows_to_log_uniform_norms(rng, in.at(name), knobs.at(kQkNormLoKnob), knobs.at(kQkNormHiKnob));
 }
 
 ref::Tensor<double> log_decays_in(Rng& rng, std::vector<std::int64_t> shape, double decay_max, std::uint64_t seed,

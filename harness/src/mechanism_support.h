@@ -50,6 +50,17 @@ ref::Tensor<double> keys_in(Rng& rng, const Shape& s, const KnobValues& knobs, d
 void add_qkv(ValueMap& in, Rng& rng, const Shape& s, const KnobValues& knobs, double key_norm);
 // Keys of norm `norm` with no structure: the plain draw for queries that must be directions.
 ref::Tensor<double> plain_directions(Rng& rng, const Shape& s, double norm);
+// Raw queries and keys, for a kernel that l2-normalises them itself (FLA's use_qk_l2norm_in_kernel):
+// the knobs qk_norm_lo and qk_norm_hi, and q and k of `in` rescaled so that every token of every head
+// has a norm of its own, log-uniform in [qk_norm_lo, qk_norm_hi], drawn from a stream of its own (so the
+// directions, and every other input, are the plain case's). By default [1e-2, 1e2]: the raw dk is
+// (dk̂ − k̂(k̂·dk̂)) / √(‖k‖² + ε), up to 1/√ε = 1e3 × dk̂, and from 1e-3 on the default grid's DeltaNet
+// twin in fp16 (heavy-tailed keys, β ∈ [1, 2], T = 160) has an oracle dk beyond fp16's range; tiny
+// norms are an edge regime of the mechanisms instead.
+inline constexpr const char* kQkNormLoKnob = "qk_norm_lo";
+inline constexpr const char* kQkNormHiKnob = "qk_norm_hi";
+std::vector<Knob> raw_qk_norm_knobs();
+void spread_qk_norms(ValueMap& in, std::uint64_t seed, const KnobValues& knobs);
 // Log-decays U(−decay_max, 0) of the given shape, then the case's hard- and zero-decay fractions,
 // drawn from a stream of their own (so every other input is the same with or without them).
 ref::Tensor<double> log_decays_in(Rng& rng, std::vector<std::int64_t> shape, double decay_max, std::uint64_t seed,

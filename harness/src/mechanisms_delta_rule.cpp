@@ -5,13 +5,16 @@
 // [B,T,HV,V] and the final state [B,HV,K,V] in float32; and their gradient twins (docs/gate.md
 // "Gradient cases"). HV = H unless the shape groups the value heads (FLA's GVA, Shape::HV): value
 // head j reads q and k of head j / (HV/H), which the reference gets as q and k repeated to HV heads
-// (and dq, dk as the sums over each group).
+// (and dq, dk as the sums over each group). GDN and DeltaNet also come with FLA's in-kernel front end
+// (use_qk_l2norm_in_kernel=True): raw q and k of any norm, l2-normalised per token and head before the
+// recurrence (gdn-qk-l2norm, deltanet-qk-l2norm and their twins).
 #include <cmath>
 #include <optional>
 
 #include "larc/common/mechanism_constants.h"
 #include "larc/reference/chunk_local_decay_gradient.h"
 #include "larc/reference/delta_rule_backward.h"
+#include "larc/reference/delta_rule_fla_front_ends.h"
 #include "mechanism_support.h"
 
 namespace larc::harness::detail {
@@ -20,6 +23,12 @@ namespace {
 namespace dr = ref::delta_rule;
 
 constexpr double kKlaEps = mechanism_constants::kla_eps;
+// FLA's l2norm of raw q and k: x̂_t = x_t / √(‖x_t‖² + ε) (docs/gradients.md "Front ends").
+constexpr double kQkL2NormEps = mechanism_constants::qk_l2norm_eps;
+
+// What the recurrence reads as q and k: the case's own (pre-normalised, as FLA's default expects), or raw
+// ones l2-normalised per token and head over K inside the kernel (FLA's use_qk_l2norm_in_kernel=True).
+enum class QkFrontEnd { given, l2norm_in_kernel };
 
 const std::vector<TensorSpec> kOutputs = {
     {"o", "BTWV", "outputs o_t = scale · S_t^T q_t", false},
@@ -60,15 +69,76 @@ std::vector<TensorSpec> qkv_specs(const char* keys) {
 }
 std::vector<TensorSpec> optional_specs() { return {with_head_axis(initial_state_spec(), 'W'), scale_spec()}; }
 
-// The queries and keys of the case in scalar S, repeated to its value heads.
-template <class S>
-std::pair<ref::Tensor<S>, ref::Tensor<S>> grouped_qk(const ValueMap& in) {
-  const std::int64_t G = head_group(in);
-  return {repeat_heads(cast_tensor<S>(in.at("q")), G), repeat_heads(cast_tensor<S>(in.at("k")), G)};
+// x [B,T,H,K] with the T×K rows of each (sequence b, head h) replaced by f(rows, b, h).
+template <class S, class F>
+ref::Tensor<S> per_head_rows(const ref::Tensor<S>& x, F f) {
+  ref::Tensor<S> r(x.shape);
+  for (std::int64_t b = 0; b < x.dim(0); ++b)
+    for (std::int64_t h = 0; h < x.dim(2); ++h) ref::set_head_rows(r, b, h, f(ref::head_rows(x, b, h), b, h));
+  return r;
 }
 
+// x̂ [B,T,H,K] of raw x, each token of each head normalised over K in scalar S.
+template <class S>
+ref::Tensor<S> l2_normalized_heads(const ref::Tensor<S>& x) {
+  return per_head_rows(x, [](const ref::Mat<S>& rows, std::int64_t, std::int64_t) {
+    return dr::l2_normalized_rows(rows, ref::from_double<S>(kQkL2NormEps));
+  });
+}
 
-Mechanism gdn() {
+// ∂L/∂x of raw x [B,T,H,K] from ∂L/∂x̂ (the chain rule of l2_normalized_heads, per token and head).
+template <class S>
+ref::Tensor<S> l2_normalized_heads_backward(const ref::Tensor<S>& x, const ref::Tensor<S>& d_normalized) {
+  return per_head_rows(x, [&d_normalized](const ref::Mat<S>& rows, std::int64_t b, std::int64_t h) {
+    return dr::l2_normalized_rows_backward(rows, ref::head_rows(d_normalized, b, h), ref::from_double<S>(kQkL2NormEps));
+  });
+}
+
+// The case's q or k as the recurrence reads it, in scalar S over the query/key heads: as given, or
+// l2-normalised; under the io grade's bf16/fp16 operands the normalised tensor is stored in that dtype
+// (the input dtype), as FLA's l2norm kernel writes it (fp32 inputs keep it in fp32: TF32 rounds only
+// the products' operands, which the chunked form does).
+template <class S>
+ref::Tensor<S> read_qk(const ValueMap& in, const char* name, QkFrontEnd front_end, ref::OperandFormat operands) {
+  ref::Tensor<S> x = cast_tensor<S>(in.at(name));
+  if (front_end == QkFrontEnd::given) return x;
+  x = l2_normalized_heads(x);
+  if (operands == ref::OperandFormat::bf16 || operands == ref::OperandFormat::fp16) {
+    const ref::MatmulOperands<S> stored(operands);
+    x = per_head_rows(x, [&stored](const ref::Mat<S>& rows, std::int64_t, std::int64_t) { return stored.operand(rows); });
+  }
+  return x;
+}
+
+// The queries and keys the recurrence reads in scalar S, repeated to the case's value heads.
+template <class S>
+std::pair<ref::Tensor<S>, ref::Tensor<S>> grouped_qk(const ValueMap& in, QkFrontEnd front_end = QkFrontEnd::given,
+                                                     ref::OperandFormat operands = ref::OperandFormat::none) {
+  const std::int64_t G = head_group(in);
+  return {repeat_heads(read_qk<S>(in, "q", front_end, operands), G), repeat_heads(read_qk<S>(in, "k", front_end, operands), G)};
+}
+
+// A delta rule with the l2norm front end: the mechanism `m` (its compute already reading q and k
+// through it) renamed <name>-qk-l2norm, with raw queries and keys of spread norms (the knobs qk_norm_lo
+// and qk_norm_hi) and an edge regime where every norm is near √ε, where ε matters.
+void with_l2norm_in_kernel(Mechanism& m) {
+  m.name += "-qk-l2norm";
+  m.description += "; q and k raw, normalised in the kernel: x / √(‖x‖² + ε) per token and head (ε: qk_l2norm_eps)";
+  for (TensorSpec& t : m.inputs)
+    if (t.name == "q" || t.name == "k")
+      t.meaning = std::string(t.name == "q" ? "queries" : "keys") + " (any norm: l2-normalised in the kernel)";
+  for (const Knob& k : raw_qk_norm_knobs()) m.knobs.push_back(k);
+  m.edge_regimes.push_back({{kQkNormLoKnob, 1e-4}, {kQkNormHiKnob, 1e-2}});
+  m.parameters["use_qk_l2norm_in_kernel"] = true;
+  m.parameters["qk_l2norm_eps"] = kQkL2NormEps;
+  m.generate = [directions = m.generate](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    ValueMap in = directions(s, seed, kn);
+    spread_qk_norms(in, seed, kn);
+    return in;
+  };
+}
+
+Mechanism gdn(QkFrontEnd front_end) {
   Mechanism m;
   m.name = "gdn";
   m.description = "Gated DeltaNet (FLA chunk_gated_delta_rule): S ← e^g S; S ← S + β k (v − S^T k)^T; o = S^T (scale q)";
@@ -93,16 +163,17 @@ Mechanism gdn() {
     add_scale(in, s, kn);
     return in;
   };
-  set_compute(m, []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-    const auto [q, k] = grouped_qk<S>(in);
+  set_compute(m, [front_end]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    const auto [q, k] = grouped_qk<S>(in, front_end, operands);
     return outputs_of(dr::gdn_batched<S>(q, k, cast_tensor<S>(in.at("v")),
                                          cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("beta")), scale_in<S>(in),
                                          initial_state_in<S>(in), form, chunk, operands));
   });
+  if (front_end == QkFrontEnd::l2norm_in_kernel) with_l2norm_in_kernel(m);
   return m;
 }
 
-Mechanism deltanet() {
+Mechanism deltanet(QkFrontEnd front_end) {
   Mechanism m;
   m.name = "deltanet";
   m.description = "DeltaNet: S ← S + β k (v − S^T k)^T; o = S^T (scale q)";
@@ -125,11 +196,12 @@ Mechanism deltanet() {
     add_scale(in, s, kn);
     return in;
   };
-  set_compute(m, []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-    const auto [q, k] = grouped_qk<S>(in);
+  set_compute(m, [front_end]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    const auto [q, k] = grouped_qk<S>(in, front_end, operands);
     return outputs_of(dr::deltanet_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")), scale_in<S>(in),
                                               initial_state_in<S>(in), form, chunk, operands));
   });
+  if (front_end == QkFrontEnd::l2norm_in_kernel) with_l2norm_in_kernel(m);
   return m;
 }
 
@@ -186,28 +258,31 @@ dr::StepGradient step_gradient_of(const std::optional<std::int64_t>& chunk_local
   return chunk_local ? dr::StepGradient::split : dr::StepGradient::direct;
 }
 
-// The gradients by name, dq and dk summed over each group of value heads that read one query/key head.
+// ∂L/∂q or ∂L/∂k of the case's own input `name` from the recurrence's (over the value heads): summed
+// over each group of value heads that read one query/key head, then, with the l2norm front end, taken
+// through the normalisation of the raw input.
 template <class S>
-ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& step, std::int64_t G) {
-  ValueMap out{{"dq", to_double_tensor(sum_head_groups(g.dq, G))}, {"dk", to_double_tensor(sum_head_groups(g.dk, G))},
-               {"dv", to_double_tensor(g.dv)},
+ref::Tensor<S> input_gradient(const ref::Tensor<S>& d_read, const ValueMap& in, const char* name, QkFrontEnd front_end) {
+  const ref::Tensor<S> d = sum_head_groups(d_read, head_group(in));
+  return front_end == QkFrontEnd::given ? d : l2_normalized_heads_backward(cast_tensor<S>(in.at(name)), d);
+}
+
+// The gradients by name, of the case's inputs.
+template <class S>
+ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& step, const ValueMap& in, QkFrontEnd front_end) {
+  ValueMap out{{"dq", to_double_tensor(input_gradient(g.dq, in, "q", front_end))},
+               {"dk", to_double_tensor(input_gradient(g.dk, in, "k", front_end))}, {"dv", to_double_tensor(g.dv)},
                {"d" + step, to_double_tensor(g.dbeta)}, {"dh0", to_double_tensor(g.d_initial_state)}};
   if (!g.dg.data.empty()) out.emplace("dg", to_double_tensor(g.dg));
   return out;
 }
-}  // namespace
 
-void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
-  const Mechanism gdn_m = gdn(), deltanet_m = deltanet(), kla_m = kla();
-  out.push_back(gdn_m);
-  out.push_back(deltanet_m);
-  out.push_back(kla_m);
-  // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
-  // The gradients in scalar S: the backward verb's, or (chunked) as chunk kernels form them: dβ from the
-  // β-scaled values' and keys' gradients, and dg (GDN, KLA) in the chunk-local identity form from the
-  // forward's outputs.
-  const auto gdn_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
-    const auto [q, k] = grouped_qk<S>(in);
+// The gradients in scalar S of GDN and DeltaNet with either front end: the backward verb's, or (chunked)
+// as chunk kernels form them: dβ from the β-scaled values' and keys' gradients, and GDN's dg in the
+// chunk-local identity form from the forward's outputs.
+auto gdn_gradients(QkFrontEnd front_end) {
+  return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
+    const auto [q, k] = grouped_qk<S>(in, front_end);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
     const auto cot = cotangents_in<S>(in);
     auto grads = dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in), kCheckpoint,
@@ -216,17 +291,31 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
       const auto f = dr::gdn_batched<S>(q, k, v, g, beta, scale_in<S>(in), initial_state_in<S>(in));
       grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk_local);
     }
-    return gradient_values(grads, "beta", head_group(in));
+    return gradient_values(grads, "beta", in, front_end);
   };
-  out.push_back(gradient_twin_with_chunked_form(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients));
-  const auto deltanet_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
-    const auto [q, k] = grouped_qk<S>(in);
+}
+
+auto deltanet_gradients(QkFrontEnd front_end) {
+  return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
+    const auto [q, k] = grouped_qk<S>(in, front_end);
     return gradient_values(dr::deltanet_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
                                                             cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in),
                                                             kCheckpoint, step_gradient_of(chunk_local)),
-                           "beta", head_group(in));
+                           "beta", in, front_end);
   };
-  out.push_back(gradient_twin_with_chunked_form(deltanet_m, delta_rule_gradients(false, "beta"), deltanet_gradients));
+}
+}  // namespace
+
+void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
+  const Mechanism gdn_m = gdn(QkFrontEnd::given), deltanet_m = deltanet(QkFrontEnd::given), kla_m = kla();
+  out.push_back(gdn_m);
+  out.push_back(deltanet_m);
+  out.push_back(kla_m);
+  // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
+  out.push_back(gradient_twin_with_chunked_form(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients(QkFrontEnd::given)));
+  out.push_back(gradient_twin_with_chunked_form(deltanet_m, delta_rule_gradients(false, "beta"),
+                                                deltanet_gradients(QkFrontEnd::given)));
+  // KLA's gradients in scalar S, the chunked form's as for GDN.
   const auto kla_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
     const auto [q, k] = grouped_qk<S>(in);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), eta = cast_tensor<S>(in.at("eta"));
@@ -238,9 +327,18 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
       const auto f = dr::kla_batched<S>(q, k, v, g, eta, eps, scale_in<S>(in), initial_state_in<S>(in));
       grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk_local);
     }
-    return gradient_values(grads, "eta", head_group(in));
+    return gradient_values(grads, "eta", in, QkFrontEnd::given);
   };
   out.push_back(gradient_twin_with_chunked_form(kla_m, delta_rule_gradients(true, "eta"), kla_gradients));
+  // FLA's use_qk_l2norm_in_kernel=True: GDN and DeltaNet on raw q and k, and their twins (dq, dk of the
+  // raw inputs through the normalisation's chain rule).
+  const Mechanism gdn_l2 = gdn(QkFrontEnd::l2norm_in_kernel), deltanet_l2 = deltanet(QkFrontEnd::l2norm_in_kernel);
+  out.push_back(gdn_l2);
+  out.push_back(deltanet_l2);
+  out.push_back(gradient_twin_with_chunked_form(gdn_l2, delta_rule_gradients(true, "beta"),
+                                                gdn_gradients(QkFrontEnd::l2norm_in_kernel)));
+  out.push_back(gradient_twin_with_chunked_form(deltanet_l2, delta_rule_gradients(false, "beta"),
+                                                deltanet_gradients(QkFrontEnd::l2norm_in_kernel)));
 }
 
 }  // namespace larc::harness::detail

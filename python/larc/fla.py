@@ -3,7 +3,11 @@
 
     larc.gate(larc.fla.KERNELS["chunk_gated_delta_rule"], mechanism="gdn", dtype="bf16", device="cuda")
 
-gates FLA's kernel. Each is also the forward that grad=True differentiates: FLA's backward runs through
+gates FLA's kernel. A name ending in _qk_l2norm is FLA's function called with use_qk_l2norm_in_kernel=True
+(raw q and k, normalised inside the kernel), gated on the mechanism that normalises them too:
+
+    larc.gate(larc.fla.KERNELS["chunk_gated_delta_rule_qk_l2norm"], mechanism="gdn-qk-l2norm", dtype="bf16", device="cuda")
+ Each is also the forward that grad=True differentiates: FLA's backward runs through
 torch autograd on FLA's functions, with the case's cotangents (docs/python.md, "Gradient cases"):
 
     larc.gate(larc.fla.KERNELS["fused_recurrent_gla"], mechanism="gla", dtype="bf16", device="cuda", grad=True)
@@ -12,7 +16,7 @@ FLA is imported when a kernel is first called."""
 import importlib
 import inspect
 
-# FLA function -> (larc mechanism, FLA module)
+# larc's name of an FLA call -> (larc mechanism, FLA module)
 FUNCTIONS = {
     "chunk_gated_delta_rule": ("gdn", "fla.ops.gated_delta_rule"),
     "fused_recurrent_gated_delta_rule": ("gdn", "fla.ops.gated_delta_rule"),
@@ -21,24 +25,36 @@ FUNCTIONS = {
     "chunk_gla": ("gla", "fla.ops.gla"),
     "fused_recurrent_gla": ("gla", "fla.ops.gla"),
     "chunk_log_linear_attn": ("log-linear", "fla.ops.log_linear_attn"),
+    "chunk_gated_delta_rule_qk_l2norm": ("gdn-qk-l2norm", "fla.ops.gated_delta_rule"),
+    "chunk_delta_rule_qk_l2norm": ("deltanet-qk-l2norm", "fla.ops.delta_rule"),
 }
+# The suffix of a call with use_qk_l2norm_in_kernel=True.
+QK_L2NORM = "_qk_l2norm"
 
 
 def function(name):
-    """FLA's function `name` (ImportError when FLA or the function is missing)."""
-    return getattr(importlib.import_module(FUNCTIONS[name][1]), name)
+    """FLA's function behind larc's name `name` (for a _qk_l2norm name, the function it calls with
+    use_qk_l2norm_in_kernel=True); ImportError when FLA or the function is missing."""
+    return getattr(importlib.import_module(FUNCTIONS[name][1]), name.removesuffix(QK_L2NORM))
+
+
+def _options(name):
+    """The keyword arguments FLA's delta rules are called with under larc's name `name`."""
+    return {"use_qk_l2norm_in_kernel": True} if name.endswith(QK_L2NORM) else {}
 
 
 def _gated_delta_rule(name):
     def run(q, k, v, g, beta, scale, initial_state=None):
-        return function(name)(q, k, v, g=g, beta=beta, scale=scale, initial_state=initial_state, output_final_state=True)
+        return function(name)(q, k, v, g=g, beta=beta, scale=scale, initial_state=initial_state, output_final_state=True,
+                              **_options(name))
     run.__qualname__ = f"fla.{name}"
     return run
 
 
 def _delta_rule(name):
     def run(q, k, v, beta, scale, initial_state=None):
-        return function(name)(q, k, v, beta=beta, scale=scale, initial_state=initial_state, output_final_state=True)
+        return function(name)(q, k, v, beta=beta, scale=scale, initial_state=initial_state, output_final_state=True,
+                              **_options(name))
     run.__qualname__ = f"fla.{name}"
     return run
 
@@ -73,6 +89,8 @@ KERNELS = {
     "fused_recurrent_gated_delta_rule": _gated_delta_rule("fused_recurrent_gated_delta_rule"),
     "chunk_delta_rule": _delta_rule("chunk_delta_rule"),
     "fused_recurrent_delta_rule": _delta_rule("fused_recurrent_delta_rule"),
+    "chunk_gated_delta_rule_qk_l2norm": _gated_delta_rule("chunk_gated_delta_rule_qk_l2norm"),
+    "chunk_delta_rule_qk_l2norm": _delta_rule("chunk_delta_rule_qk_l2norm"),
     "chunk_gla": chunk_gla,
     "fused_recurrent_gla": fused_recurrent_gla,
     "chunk_log_linear_attn": chunk_log_linear_attn,

@@ -41,3 +41,20 @@ def kernel(defect=None, out_dtype=None):
         return (o if out_dtype is None else o.astype(out_dtype)), S
     run.__qualname__ = f"numpy_gdn_{defect or 'honest'}"
     return run
+
+
+def l2norm(x, eps=1e-6):
+    """FLA's in-kernel l2norm in float32: x / sqrt(||x||^2 + eps) over the last axis (one token of one head)."""
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + np.float32(eps))
+
+
+def l2norm_kernel(defect=None):
+    """A callable with the semantics of FLA's chunk_gated_delta_rule(..., use_qk_l2norm_in_kernel=True): raw q
+    and k normalised in float32, then the GDN above. Defect "q_not_normalized": only k is normalised."""
+    def run(q, k, v, g, beta, scale, initial_state=None):
+        q_read = np.asarray(q, dtype=np.float32) if defect == "q_not_normalized" else l2norm(q)
+        o, S = gdn(q_read, l2norm(k), v, g, beta, scale, initial_state)
+        return (o.astype(np.float16) if q.dtype == np.float16 else o), S
+    run.__qualname__ = f"numpy_gdn_qk_l2norm_{defect or 'honest'}"
+    return run

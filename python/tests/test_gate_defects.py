@@ -5,7 +5,7 @@ import re
 import pytest
 
 import larc
-from numpy_gdn import CHUNK, kernel
+from numpy_gdn import CHUNK, kernel, l2norm_kernel
 
 SHAPE = (2, 100, 2, 16, 16)  # T = 100 crosses one chunk boundary (64); B = 2 for the offset defect
 
@@ -61,3 +61,16 @@ def test_wrong_offset_fails_o_in_the_second_sequence(tmp_path):
     assert not o.passed and not result.outputs["final_state"].passed
     assert first_violated_timestep(result, "o") == 0
     assert o.worst_coordinate[0] == 1  # batch 1 read batch 0's keys
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_in_kernel_l2norm_passes_and_a_raw_q_fails_o_alone(dtype, tmp_path):
+    # Raw q and k of spread norms (1e-3 to 1e2 by default), normalised by the kernel as FLA's
+    # use_qk_l2norm_in_kernel=True does.
+    case = dict(mechanism="gdn-qk-l2norm", dtype=dtype, shape=SHAPE, seed=11, save_dir=tmp_path)
+    assert larc.gate(l2norm_kernel(), **case).passed
+    with pytest.raises(larc.GateFailure) as e:
+        larc.gate(l2norm_kernel("q_not_normalized"), **case)
+    result = e.value.result
+    assert not result.outputs["o"].passed and result.outputs["final_state"].passed  # the state never reads q
+    assert first_violated_timestep(result, "o") == 0

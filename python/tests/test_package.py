@@ -2,8 +2,12 @@
 wrong arguments naming them; whatever the callable does wrong (shape, dtype, type, NaN, raising,
 nondeterminism, touching its inputs) is a failure naming the output or input; failures are saved as
 fixtures that Case.from_fixture and `larc diff` replay."""
+import importlib.util
 import os
 import subprocess
+import sys
+import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -248,3 +252,27 @@ def test_the_c_interface_refuses_bad_arguments_naming_them():
                         (lambda: lib.larc_case_read_fixture(b"/no/such.safetensors"), "/no/such.safetensors")]:
         with pytest.raises(ValueError, match=named):
             _native.checked(call())
+
+
+def test_fla_qk_l2norm_names_call_fla_with_use_qk_l2norm_in_kernel(monkeypatch):
+    """larc.fla's *_qk_l2norm callables call FLA's function with use_qk_l2norm_in_kernel=True (the plain ones
+    without it), and tools/fla_diff.py runs each on fixtures of the mechanism larc.fla names for it."""
+    calls = []
+    for module, name in [("fla.ops.gated_delta_rule", "chunk_gated_delta_rule"), ("fla.ops.delta_rule", "chunk_delta_rule")]:
+        stub = types.ModuleType(module)
+        setattr(stub, name, lambda *args, _name=name, **kwargs: calls.append((_name, kwargs)) or ("o", "S"))
+        monkeypatch.setitem(sys.modules, module, stub)
+    from larc import fla
+    fla.KERNELS["chunk_gated_delta_rule_qk_l2norm"]("q", "k", "v", "g", "beta", 0.25)
+    fla.KERNELS["chunk_delta_rule_qk_l2norm"]("q", "k", "v", "beta", 0.25)
+    fla.KERNELS["chunk_gated_delta_rule"]("q", "k", "v", "g", "beta", 0.25)
+    assert [(name, kwargs.get("use_qk_l2norm_in_kernel")) for name, kwargs in calls] == [
+        ("chunk_gated_delta_rule", True), ("chunk_delta_rule", True), ("chunk_gated_delta_rule", None)]
+
+    spec = importlib.util.spec_from_file_location("fla_diff", Path(__file__).resolve().parents[2] / "tools" / "fla_diff.py")
+    fla_diff = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fla_diff)
+    assert fla_diff.functions_of("gdn-qk-l2norm") == ["chunk_gated_delta_rule_qk_l2norm"]
+    assert fla_diff.functions_of("deltanet-qk-l2norm-backward") == ["chunk_delta_rule_qk_l2norm"]
+    for mechanism, functions in fla_diff.FLA_FUNCTIONS_OF_MECHANISM.items():
+        assert all(fla.FUNCTIONS[f][0] == mechanism for f in functions), mechanism

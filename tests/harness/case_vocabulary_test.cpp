@@ -5,6 +5,9 @@
 // the inputs are what their knobs say, the default grid and the fuzzer draw them, and kernels that
 // assume them away (prefix-sum decays at g = −∞, β clamped to 1) fail only the cases that have them.
 // The one shrinker (cases/shrink.h) that the claims' search and the fuzzer share.
+// Raw queries and keys (the -qk-l2norm mechanisms): every token's norm is its own, spread over the knobs'
+// range, around the plain case's directions; a bad range is refused by name; the grid and the fuzzer draw
+// them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -235,6 +238,70 @@ TEST(OneShrinker, MovesToTheFirstCandidateThatStillFailsUntilNoneDoes) {
   EXPECT_EQ(budget.tries, 5);  // 0 (passes), 500 (fails), 0, 250 (fails), 0
   EXPECT_EQ(y, 250);
   EXPECT_EQ(budget.steps, 2);
+}
+
+// --- Raw queries and keys ---------------------------------------------------------------------------
+
+TEST(RawQueryKeys, EveryTokenHasItsOwnNormAroundThePlainDirections) {
+  const h::Shape s{2, 256, 2, 8, 8, 4};
+  for (const std::string raw_name : {"gdn-qk-l2norm", "deltanet-qk-l2norm"}) {
+    const h::Mechanism& raw = h::find_mechanism(raw_name);
+    const h::Mechanism& plain = h::find_mechanism(raw_name.substr(0, raw_name.find("-qk-l2norm")));
+    for (const auto& [lo, hi] : {std::pair{1e-2, 1e2}, std::pair{1e-4, 1e-2}, std::pair{5.0, 5.0}}) {
+      const h::ValueMap r = raw.generate(s, 11, raw.resolve_knobs({{"qk_norm_lo", lo}, {"qk_norm_hi", hi}}));
+      const h::ValueMap p = plain.generate(s, 11, plain.resolve_knobs({}));
+      for (const char* x : {"q", "k"}) {
+        double smallest = INFINITY, largest = 0;
+        for (std::int64_t b = 0; b < s.B; ++b)
+          for (std::int64_t hd = 0; hd < s.H; ++hd) {
+            const larc::ref::Mat<double> raw_rows = larc::ref::head_rows(r.at(x), b, hd), rows = larc::ref::head_rows(p.at(x), b, hd);
+            for (std::int64_t t = 0; t < s.T; ++t) {
+              const double n = raw_rows.row(t).norm();
+              smallest = std::min(smallest, n), largest = std::max(largest, n);
+              EXPECT_NEAR((raw_rows.row(t) / n - rows.row(t) / rows.row(t).norm()).norm(), 0, 1e-12) << x << " direction";
+            }
+          }
+        EXPECT_GE(smallest, lo * (1 - 1e-12)) << x;
+        EXPECT_LE(largest, hi * (1 + 1e-12)) << x;
+        if (lo < hi) {  // spread: 1024 log-uniform draws reach both ends of the range within 2 %
+          EXPECT_LT(std::log(smallest / lo), 0.02 * std::log(hi / lo)) << x;
+          EXPECT_LT(std::log(hi / largest), 0.02 * std::log(hi / lo)) << x;
+        }
+      }
+      for (const char* other : {"v", "beta"}) EXPECT_EQ(r.at(other).data, p.at(other).data) << other;
+    }
+    for (const char* knob : {"qk_norm_lo", "qk_norm_hi"})
+      for (double bad : {0.0, 1e5}) {
+        try {
+          raw.resolve_knobs({{knob, bad}});
+          FAIL() << knob << " = " << bad << " must be refused";
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find(std::string("knob '") + knob + "'"), std::string::npos) << e.what();
+        }
+      }
+  }
+}
+
+TEST(RawQueryKeys, TheGridAndTheFuzzerDrawTinyAndSpreadNorms) {
+  h::GateOptions o;
+  o.mechanisms = {"gdn-qk-l2norm"};
+  o.subjects = {"ref-serial-f32"};
+  std::set<std::pair<double, double>> ranges;
+  for (const h::GateGroup& g : h::plan_gate(o).groups) ranges.insert({g.spec.knobs.at("qk_norm_lo"), g.spec.knobs.at("qk_norm_hi")});
+  EXPECT_EQ(ranges, (std::set<std::pair<double, double>>{{1e-2, 1e2}, {1e-4, 1e-2}}));
+
+  h::CampaignConfig cfg;
+  cfg.mechanisms = {"gdn-qk-l2norm", "deltanet-qk-l2norm-backward"};
+  cfg.subjects = {"ref-serial-f32"};
+  const h::Campaign c(cfg);
+  int below_1e2 = 0, above_1e2 = 0;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    const h::KnobValues k = c.case_at(i).knobs;
+    below_1e2 += std::min(k.at("qk_norm_lo"), k.at("qk_norm_hi")) < 1e-2;
+    above_1e2 += std::max(k.at("qk_norm_lo"), k.at("qk_norm_hi")) > 1e2;
+  }
+  EXPECT_GT(below_1e2, 40);
+  EXPECT_GT(above_1e2, 40);
 }
 
 }  // namespace

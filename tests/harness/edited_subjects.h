@@ -11,6 +11,9 @@ namespace larc_test {
 
 struct EditedSubject {
   std::string name, mechanism;
+  // The mechanism whose float serial form computes the outputs from the edited inputs (empty: `mechanism`):
+  // e.g. gdn for a gdn-qk-l2norm kernel that normalises q and k its own way before the recurrence.
+  std::string computed_as = {};
   std::function<void(larc::harness::ValueMap&)> edit;
   bool takes_initial_state = true;
   bool takes_scale = true;
@@ -29,10 +32,11 @@ inline void register_edited(const EditedSubject& e) {
   s.limits.initial_state = e.takes_initial_state;
   s.limits.scale = e.takes_scale;
   s.limits.value_head_groups = e.value_head_groups;
-  s.launch = [edit = e.edit, mechanism = e.mechanism](const h::TensorMap& in, h::TensorMap& out) {
+  s.launch = [edit = e.edit, computed_as = e.computed_as.empty() ? e.mechanism : e.computed_as](const h::TensorMap& in,
+                                                                                              h::TensorMap& out) {
     h::ValueMap values = h::decode_all(in);
     edit(values);
-    const h::ValueMap o = h::find_mechanism(mechanism).compute(values, h::Precision::f32, larc::ref::Form::serial, 0);
+    const h::ValueMap o = h::find_mechanism(computed_as).compute(values, h::Precision::f32, larc::ref::Form::serial, 0);
     for (auto& [n, t] : out)
       for (std::size_t i = 0; i < t.size(); ++i) t.set(i, o.at(n).data[i]);
   };

@@ -12,6 +12,7 @@
 
 #include "larc/harness/gate.h"
 #include "larc/reference/ccq.h"
+#include "qk_l2norm_front_ends.h"
 
 namespace {
 
@@ -119,7 +120,7 @@ TEST(GradientTwins, EveryTwinIsTheGradientOfItsForwardsLoss) {
       EXPECT_TRUE(found.empty()) << joined(found);
     }
   }
-  EXPECT_GE(twins, 14);
+  EXPECT_GE(twins, 16);
 }
 
 // Every forward mechanism has a gradient twin, registered as "<forward>-backward".
@@ -197,6 +198,22 @@ TEST(GradientTwins, CcqReadGateGradientOfOneHeadFails) {
                               for (std::int64_t hd = 1; hd < H; ++hd) dl.data[r * H + hd] = dl.data[r * H];
                           }),
                   "dlambda");
+}
+
+// A gdn-qk-l2norm backward whose dk is the chain rule of the normalisation without its projection
+// term: dk = dk̂ / n, n = √(‖k‖² + ε), dk̂ the plain twin's on the normalised keys (docs/gradients.md
+// "Front ends").
+TEST(GradientTwins, RawKeyGradientWithoutTheProjectionTermFails) {
+  namespace l2 = larc_test::qk_l2norm;
+  const h::Mechanism& plain_twin = h::find_mechanism("gdn-backward");
+  expect_fails_on(planted(h::find_mechanism("gdn-qk-l2norm-backward"),
+                          [&plain_twin](const h::ValueMap& in, h::ValueMap& g) {
+                            h::ValueMap normalized = in;
+                            for (const char* x : {"q", "k"}) l2::normalize(normalized.at(x), in.at(x).dim(3));
+                            g.at("dk") = plain_twin.compute(normalized, h::Precision::f64, ref::Form::serial, 0).at("dk");
+                            l2::chain_rule_without_projection(in.at("k"), g.at("dk"));
+                          }),
+                  "dk");
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 //       (an unrounded operand lets the perturbation through). VLA's ratio read divides by ζ^T φ(q_t),
 //       which its chunked form evaluates per token in S (no product), so VLA is checked with the plain
 //       read.
-//   (c) Each mechanism's compute_io at OperandFormat::none is bitwise its float chunked form.
+//   (c) Each mechanism's compute_io at OperandFormat::none is bitwise its float chunked form (for the
+//       delta rule's raw-key mechanisms too, whose io baseline also stores q̂, k̂ in the input dtype).
 //   (d) On bf16 inputs, compute_io with bf16 operands is of bf16-intermediate grade against the float64
 //       serial form: relative error between 1e-4 and 3e-2, and at least 10× the float chunked form's
 //       (except outputs computed from the inputs alone, which rounding leaves at fp32 grade).
@@ -183,7 +184,7 @@ TEST(IoOperands, EveryOperandIsRoundedSoSubUlpPerturbationsVanish) {
 }
 
 const char* const kMechanisms[] = {"gla", "la", "la-ratio", "log-linear", "log-linear-gdn", "hla", "hla-normalized", "ahla",
-                                   "vla", "ccq-gla", "ccq-gdn"};
+                                   "vla", "ccq-gla", "ccq-gdn", "gdn-qk-l2norm", "deltanet-qk-l2norm"};
 
 hn::ValueMap bf16_inputs(const hn::Mechanism& m, const hn::Shape& s) {
   hn::ValueMap in = m.generate(s, 3, m.resolve_knobs({}));

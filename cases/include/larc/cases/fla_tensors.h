@@ -33,6 +33,11 @@ inline constexpr int kKeySets = 3;
 ref::Tensor<double> keys_tensor(Rng& rng, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, KeySet set,
                                 double collinearity, double norm);
 
+// Rescales every row of x (its last axis: one token of one head) to a norm of its own, drawn
+// log-uniformly between lo and hi (either order; both > 0): the spread norms of raw queries and keys
+// that a kernel normalises itself. A zero row stays zero.
+void scale_rows_to_log_uniform_norms(Rng& rng, ref::Tensor<double>& x, double lo, double hi);
+
 // Edge regimes of log-decays, applied in place to g (any shape): each entry independently becomes −∞
 // (α = 0: the token forgets everything before it) with probability hard_fraction, else exactly 0
 // (α = 1: no decay) with probability zero_fraction. Drawn from `rng` alone, so the rest of a case's
