@@ -16,6 +16,7 @@
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 #   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
 #   tools/h200/kernels_run.sh torch   # larc's kernels gated from torch (larc.gpu), GPU tests, the gate's default grid
+#   tools/h200/kernels_run.sh qk-l2norm  # FLA's kernels with in-kernel l2norm of raw q, k, judged per grade
 #   tools/h200/kernels_run.sh backward  # the backward kernels: GPU tests, the gradient gate, compute-sanitizer
 #   tools/h200/kernels_run.sh backward-bench  # the backward kernels' speed beside their forwards and FLA's backward
 # KERNELS=REGEX limits every mode to the kernels whose names match.
@@ -271,6 +272,34 @@ python)
     ${PYTEST_K:+-k "$PYTEST_K"} --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
     --junitxml "$out/python_junit.xml" -o junit_family=legacy -rfEs > "$out/python.txt" 2>&1
   echo "pytest --larc examples/python: exit $?"; tail -25 "$out/python.txt"
+  ;;
+qk-l2norm)
+  # FLA's chunk_gated_delta_rule and chunk_delta_rule with use_qk_l2norm_in_kernel=True on fixtures of the
+  # raw-key mechanisms (gdn-qk-l2norm, deltanet-qk-l2norm; docs/gate.md "Raw queries and keys"): the plain
+  # norm range, tiny norms (1e-4 to 1e-2, where ε matters) and a random initial state; forwards in every dtype
+  # FLA takes, backwards (FLA's autograd) in bf16; judged at io:tf32-truncated (io for bf16/fp16 inputs) with
+  # the grade met per output.
+  install_fla
+  g=/tmp/qk; mkdir -p "$g/fixtures" "$out/qk_l2norm"
+  gen() { $B/larc fixtures gen --mechanism "$1" --dtype "$2" --shape "$3" --seed "$4" ${5:+$5} \
+    --out "$g/fixtures/$1_$2_$(echo "$3" | tr , x)_s$4${6:+_$6}.safetensors" > /dev/null; }
+  for dt in bf16 fp16 fp32; do
+    for seed in 1 2; do
+      gen gdn-qk-l2norm $dt 1,512,2,64,64 $seed "--knob initial_state=2" &
+      gen gdn-qk-l2norm $dt 1,300,2,128,128 $seed "--knob qk_norm_lo=1e-4 --knob qk_norm_hi=1e-2" tiny &
+    done
+    wait
+  done
+  for dt in bf16 fp16; do
+    gen deltanet-qk-l2norm $dt 1,512,2,64,64 1 "--knob initial_state=2" &
+    gen deltanet-qk-l2norm $dt 1,300,2,128,128 1 "--knob qk_norm_lo=1e-4 --knob qk_norm_hi=1e-2" tiny &
+  done
+  gen deltanet-qk-l2norm-backward bf16 1,256,2,64,64 1 "--knob initial_state=2" &
+  gen gdn-qk-l2norm-backward bf16 1,256,2,64,64 1 "--knob initial_state=2" &
+  wait
+  PYTHONPATH=/tmp/site timeout 500 python3 tools/fla_diff.py "$g/fixtures" --out "$g/fla" --larc $B/larc \
+    --grade io:tf32-truncated --report "$out/fla_diff_qk_l2norm.md" > "$out/qk_l2norm/fla.txt" 2>&1
+  echo "FLA with in-kernel l2norm at io:tf32-truncated: exit $?"; tail -4 "$out/qk_l2norm/fla.txt"
   ;;
 torch)
   # larc's own kernels called from torch (larc.gpu: python/tests/test_gpu.py, liblarc_gpu.so from the
