@@ -90,7 +90,7 @@ TEST_P(GpuKernels, PassTheOracleOnASmallShape) { expect_passes(g, dtype, shape_f
 TEST_P(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
   for (std::int64_t d : {1, 3, 5}) {
     const Shape shape{2, 150, 2, d, d};
-    if (harness::limits_accept(g.subject->limits, shape)) expect_passes(g, dtype, shape, static_cast<std::uint64_t>(100 + d));
+    if (larc::harness::limits_accept(g.subject->limits, shape)) expect_passes(g, dtype, shape, static_cast<std::uint64_t>(100 + d));
   }
 }
 
@@ -98,7 +98,7 @@ TEST_P(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
 TEST_P(GpuKernels, PassTheOracleWithGroupedValueHeads) {
   Shape shape = shape_for(*g.kernel, 2, 65, 2, 32);
   shape.HV = 6;
-  if (!g.mechanism->groups_value_heads() || !harness::limits_accept(g.subject->limits, shape)) GTEST_SKIP() << "no grouped value heads";
+  if (!g.mechanism->groups_value_heads() || !larc::harness::limits_accept(g.subject->limits, shape)) GTEST_SKIP() << "no grouped value heads";
   expect_passes(g, dtype, shape, 8);
 }
 
