@@ -69,17 +69,26 @@ void add_initial_stats(ValueMap& in, const Shape& s, std::uint64_t seed, const K
   in[kInitialCount] = std::move(count);
 }
 
-// The statistics head (b, h) starts from: the case's initial ones, or none.
+// The statistics every head starts from, in scalar S: the case's initial ones (cast once), or none.
 template <class S>
-ccq::KeyStats<S> start_stats(const ValueMap& in, std::int64_t b, std::int64_t h, std::int64_t K) {
-  const auto gram = optional_input<S>(in, kInitialGram);
-  if (!gram) return ccq::empty_stats<S>(K);
-  const ref::Tensor<S> sum = cast_tensor<S>(in.at(kInitialSum)), count = cast_tensor<S>(in.at(kInitialCount));
-  const std::int64_t H = gram->dim(1);
-  ccq::KeyStats<S> st{ref::head_state(*gram, b, h), ref::Vec<S>(K), count.data[b * H + h]};
-  for (std::int64_t i = 0; i < K; ++i) st.m(i) = sum.data[(b * H + h) * K + i];
-  return st;
-}
+class StartStats {
+ public:
+  StartStats(const ValueMap& in, std::int64_t K) : K_(K), gram_(optional_input<S>(in, kInitialGram)) {
+    if (gram_) sum_ = cast_tensor<S>(in.at(kInitialSum)), count_ = cast_tensor<S>(in.at(kInitialCount));
+  }
+  ccq::KeyStats<S> of(std::int64_t b, std::int64_t h) const {
+    if (!gram_) return ccq::empty_stats<S>(K_);
+    const std::int64_t H = gram_->dim(1);
+    ccq::KeyStats<S> st{ref::head_state(*gram_, b, h), ref::Vec<S>(K_), count_.data[b * H + h]};
+    for (std::int64_t i = 0; i < K_; ++i) st.m(i) = sum_.data[(b * H + h) * K_ + i];
+    return st;
+  }
+
+ private:
+  std::int64_t K_;
+  std::optional<ref::Tensor<S>> gram_;
+  ref::Tensor<S> sum_, count_;
+};
 
 // The conditioned queries q̃ [B,T,H,K] of every head (uniform covariance, from the case's initial
 // statistics) and the final key statistics C_T [B,H,K,K], m_T [B,H,K]; `operands` rounds the chunkwise
@@ -94,11 +103,12 @@ ConditionedQueries<S> conditioned_queries(const ValueMap& in, ref::Form form, st
   const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), lambda = cast_tensor<S>(in.at("lambda"));
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
   ConditionedQueries<S> r{ref::Tensor<S>(q.shape), ref::Tensor<S>({B, H, K, K}), ref::Tensor<S>({B, H, K})};
+  const StartStats<S> starts(in, K);
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
       const ref::Mat<S> qh = ref::head_rows(q, b, h), kh = ref::head_rows(k, b, h);
       const ref::Vec<S> lh = ref::head_gate(lambda, b, h), uniform = ref::Vec<S>::Ones(T);
-      const ccq::KeyStats<S> start = start_stats<S>(in, b, h, K);
+      const ccq::KeyStats<S> start = starts.of(b, h);
       const ccq::Conditioned<S> c =
           form == ref::Form::chunked
               ? ccq::conditioned_queries_chunked<S>(qh, kh, lh, uniform, start, chunk, ref::MatmulOperands<S>(operands))
@@ -140,9 +150,10 @@ ValueMap ccq_gradients(const ValueMap& in, HeadProblem head_problem, Finish fini
   const std::int64_t B = q.dim(0), H = q.dim(2), K = q.dim(3);
   ref::Tensor<S> dq(q.shape), dk(k.shape), dv(v.shape), dlambda(lambda.shape), dh0({B, H, K, v.dim(3)}),
       dc0({B, H, K, K}), dm0({B, H, K}), dn0({B, H});
+  const StartStats<S> starts(in, K);
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::int64_t h = 0; h < H; ++h) {
-      ccq::Problem<S, decltype(head_problem(q, k, v, b, h))> p{head_problem(q, k, v, b, h), {}, start_stats<S>(in, b, h, K)};
+      ccq::Problem<S, decltype(head_problem(q, k, v, b, h))> p{head_problem(q, k, v, b, h), {}, starts.of(b, h)};
       p.opt.lambda = ref::head_gate(lambda, b, h);
       const auto g = ccq::backward(p, ccq::Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h), std::nullopt});
       ref::set_head_rows(dq, b, h, g.backbone.dq);
