@@ -39,24 +39,33 @@ cudaError_t enqueue(Params<T> p, std::int64_t sequences, cudaStream_t stream) {
   return cudaSuccess;
 }
 
+// The state rows an instantiation holds: the fewest that fit K (64, 128 or 256), or, for the
+// wide-k launch variants, the next wider (K ≤ 64 as 128, K ≤ 128 as 256; K > 128 as 256 still). K is
+// summed as 8 runs of KMAX/8 rows, so the wider instantiation sums the same products in other runs:
+// another accumulation order of the same algorithm, registered to measure what honest launch changes
+// do to a kernel's error (docs/gate.md, "Accuracy-regression profiles").
+enum class StateRows { fitted, wide };
+
 // K ≤ 64, 128, 256: the rows each lane holds, chosen at launch; decode (at most one token per
 // sequence on average) stages one token at a time and maps lanes for whole-sector state traffic.
-// The arithmetic of a token does not depend on either choice (the fixed summation tree of
-// delta_rule_fused.cuh), so every launch of a sequence gives the same bits.
+// The arithmetic of a token does not depend on the decode choice (the fixed summation tree of
+// delta_rule_fused.cuh), so every launch of a sequence with the same StateRows gives the same bits.
 template <class Pol, class T>
-cudaError_t enqueue_for_k(const Params<T>& p, std::int64_t sequences, cudaStream_t stream) {
+cudaError_t enqueue_for_k(const Params<T>& p, std::int64_t sequences, StateRows rows, cudaStream_t stream) {
   const bool decode = p.tokens <= (p.cu_seqlens != nullptr ? sequences : 1);
   const auto run = [&]<int KMAX>() {
     return decode ? enqueue<Pol, T, KMAX, 1>(p, sequences, stream)
                   : enqueue<Pol, T, KMAX, kPrefillChunk<KMAX>>(p, sequences, stream);
   };
-  if (p.K <= 64) return run.template operator()<64>();
-  if (p.K <= 128) return run.template operator()<128>();
+  const int fitted = p.K <= 64 ? 64 : p.K <= 128 ? 128 : 256;
+  const int kmax = rows == StateRows::wide && fitted < 256 ? 2 * fitted : fitted;
+  if (kmax == 64) return run.template operator()<64>();
+  if (kmax == 128) return run.template operator()<128>();
   return run.template operator()<256>();
 }
 
 template <class Pol>
-Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
+Status launch(const LaunchArgs& args, const std::string& name, bool varlen, StateRows rows) {
   Validator v(name, args);
   const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
@@ -110,7 +119,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.V = static_cast<int>(v.size('V'));
     p.scale = scale;
     p.eps = Pol::ratio ? kRatioEps : kKlaEps;
-    return enqueue_for_k<Pol>(p, sequences, stream_of(args));
+    return enqueue_for_k<Pol>(p, sequences, rows, stream_of(args));
   });
   if (e != cudaSuccess)  // the shared-memory opt-in failed; nothing was launched
     return Status::failure(name + ": launch failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
@@ -118,8 +127,9 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
 }
 
 template <class Pol>
-Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
-  auto run = [name, varlen](const LaunchArgs& args) { return launch<Pol>(args, name, varlen); };
+Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen,
+                    StateRows rows = StateRows::fitted) {
+  auto run = [name, varlen, rows](const LaunchArgs& args) { return launch<Pol>(args, name, varlen, rows); };
   Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
   k.limits.scale = !Pol::ratio;  // the ratio read divides by z^T φ(q) + ε instead
   k.limits.value_head_groups = true;
@@ -148,6 +158,18 @@ void append_delta_rule_kernels(std::vector<Kernel>& out) {
                                             "Gated DeltaNet over packed sequences (FLA cu_seqlens, B = 1)", true));
   out.push_back(kernel_entry<KaczmarzLinearAttention>("kla-fused-recurrent-varlen", "kla",
                                                       "KLA over packed sequences (FLA cu_seqlens, B = 1)", true));
+  // Honest launch variants (StateRows::wide): the same kernels summing K in other runs.
+  const char* const wide = ", launched with the state rows of the next wider K (another accumulation order)";
+  out.push_back(kernel_entry<LinearAttention>("la-fused-recurrent-wide-k", "la", std::string("la-fused-recurrent") + wide,
+                                              false, StateRows::wide));
+  out.push_back(kernel_entry<DeltaNet>("deltanet-fused-recurrent-wide-k", "deltanet",
+                                       std::string("deltanet-fused-recurrent") + wide, false, StateRows::wide));
+  out.push_back(kernel_entry<GatedDeltaNet>("gdn-fused-recurrent-wide-k", "gdn", std::string("gdn-fused-recurrent") + wide,
+                                            false, StateRows::wide));
+  out.push_back(kernel_entry<KaczmarzLinearAttention>("kla-fused-recurrent-wide-k", "kla",
+                                                      std::string("kla-fused-recurrent") + wide, false, StateRows::wide));
+  out.push_back(kernel_entry<GatedLinearAttention>("gla-fused-recurrent-wide-k", "gla",
+                                                   std::string("gla-fused-recurrent") + wide, false, StateRows::wide));
 }
 
 }  // namespace larc::gpu::detail

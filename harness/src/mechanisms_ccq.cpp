@@ -10,8 +10,8 @@
 // statistics of 1 to 16 earlier unit keys), all float32. Outputs: o [B,T,H,V], the
 // backbone's final state [B,H,K,V], and the key statistics C_T = C_0 + Σ_t k_t k_tᵀ [B,H,K,K] and
 // m_T = m_0 + Σ_t k_t [B,H,K] (n_T = n_0 + T), all but o in float32.
-// Forms: q̃ by ccq.h's recurrent (serial, streamed) or chunkwise (chunked) conditioner, then the
-// backbone's batched wrapper in the same form — the composition ccq.h's verbs make per head.
+// Forms: ccq.h's family (serial, chunked, streamed) per head: q̃ by the recurrent or chunkwise
+// conditioner, then the backbone's form with q̃ (streamed: both advance token by token).
 // Their gradient twins "ccq-gla-backward" and "ccq-gdn-backward" (docs/gate.md "Gradient cases"): the
 // gradient of every required input (dq, dk, dv, the backbone's dgk or dg and dbeta, dlambda) of
 // L = Σ⟨do, o⟩ + ⟨dht, final_state⟩ through ccq_backward.h, and of the initial state: dh0 and the
@@ -78,10 +78,7 @@ class StartStats {
   }
   ccq::KeyStats<S> of(std::int64_t b, std::int64_t h) const {
     if (!gram_) return ccq::empty_stats<S>(K_);
-    const std::int64_t H = gram_->dim(1);
-    ccq::KeyStats<S> st{ref::head_state(*gram_, b, h), ref::Vec<S>(K_), count_.data[b * H + h]};
-    for (std::int64_t i = 0; i < K_; ++i) st.m(i) = sum_.data[(b * H + h) * K_ + i];
-    return st;
+    return {ref::head_state(*gram_, b, h), ref::head_vector(sum_, b, h), count_.data[b * gram_->dim(1) + h]};
   }
 
  private:
@@ -89,37 +86,6 @@ class StartStats {
   std::optional<ref::Tensor<S>> gram_;
   ref::Tensor<S> sum_, count_;
 };
-
-// The conditioned queries q̃ [B,T,H,K] of every head (uniform covariance, from the case's initial
-// statistics) and the final key statistics C_T [B,H,K,K], m_T [B,H,K]; `operands` rounds the chunkwise
-// conditioner's product operands (ccq.h conditioned_queries_chunked).
-template <class S>
-struct ConditionedQueries {
-  ref::Tensor<S> q_tilde, key_gram, key_sum;
-};
-
-template <class S>
-ConditionedQueries<S> conditioned_queries(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-  const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), lambda = cast_tensor<S>(in.at("lambda"));
-  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
-  ConditionedQueries<S> r{ref::Tensor<S>(q.shape), ref::Tensor<S>({B, H, K, K}), ref::Tensor<S>({B, H, K})};
-  const StartStats<S> starts(in, K);
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const ref::Mat<S> qh = ref::head_rows(q, b, h), kh = ref::head_rows(k, b, h);
-      const ref::Vec<S> lh = ref::head_gate(lambda, b, h), uniform = ref::Vec<S>::Ones(T);
-      const ccq::KeyStats<S> start = starts.of(b, h);
-      const ccq::Conditioned<S> c =
-          form == ref::Form::chunked
-              ? ccq::conditioned_queries_chunked<S>(qh, kh, lh, uniform, start, chunk, ref::MatmulOperands<S>(operands))
-              : ccq::conditioned_queries_recurrent<S>(qh, kh, lh, uniform, start);
-      ref::set_head_rows(r.q_tilde, b, h, c.q);
-      ref::set_head_state(r.key_gram, b, h, c.final_stats.c);
-      for (std::int64_t i = 0; i < K; ++i) r.key_sum.data[(b * H + h) * K + i] = c.final_stats.m(i);
-    }
-  }
-  return r;
-}
 
 // λ [B,T,H]: σ(w_hᵀ q_t + bias) with one w_h ~ N(0, gain²/K) per head, shared by the batch.
 ref::Tensor<double> read_gates(Rng& rng, const ref::Tensor<double>& q, double gain, double bias) {
@@ -136,37 +102,54 @@ ref::Tensor<double> read_gates(Rng& rng, const ref::Tensor<double>& q, double ga
   return lambda;
 }
 
-// The gradient twin's gradients per (sequence, head) through ccq::backward (docs/gradients.md, "CCQ"),
-// with the forward's conditioner: λ given (the case's lambda), uniform covariance, the case's initial
-// statistics, and no cotangent of the final statistics. head_problem(q, k, v, b, h) is the backbone's
-// problem of head (b, h) with the case's queries and initial state; finish(b, h, that problem, the
-// backbone's gradients) writes the backbone's decay and step gradients. dq and dk are total: the read's
-// path through q̃ and the conditioner's through Σ_t (dk's path through the key statistics).
-template <class S, class HeadProblem, class Finish>
-ValueMap ccq_gradients(const ValueMap& in, HeadProblem head_problem, Finish finish) {
-  const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
-  const ref::Tensor<S> lambda = cast_tensor<S>(in.at("lambda"));
-  const ref::BatchedCotangents<S> cot = cotangents_in<S>(in);
-  const std::int64_t B = q.dim(0), H = q.dim(2), K = q.dim(3);
-  ref::Tensor<S> dq(q.shape), dk(k.shape), dv(v.shape), dlambda(lambda.shape), dh0({B, H, K, v.dim(3)}),
-      dc0({B, H, K, K}), dm0({B, H, K}), dn0({B, H});
-  const StartStats<S> starts(in, K);
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      ccq::Problem<S, decltype(head_problem(q, k, v, b, h))> p{head_problem(q, k, v, b, h), {}, starts.of(b, h)};
-      p.opt.lambda = ref::head_gate(lambda, b, h);
-      const auto g = ccq::backward(p, ccq::Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h), std::nullopt});
-      ref::set_head_rows(dq, b, h, g.backbone.dq);
-      ref::set_head_rows(dk, b, h, g.backbone.dk);
-      ref::set_head_rows(dv, b, h, g.backbone.dv);
-      ref::set_head_gate(dlambda, b, h, g.dlambda);
-      ref::set_head_state(dh0, b, h, g.backbone.d_initial_state);
-      ref::set_head_state(dc0, b, h, g.d_initial_stats.c);
-      for (std::int64_t i = 0; i < K; ++i) dm0.data[(b * H + h) * K + i] = g.d_initial_stats.m(i);
-      dn0.data[b * H + h] = g.d_initial_stats.n;
-      finish(b, h, p.backbone, g.backbone);
-    }
+// The case's CCQ problems, in scalar S: head (b, h)'s is the backbone's problem from
+// backbone_problem(q, k, v, b, h) (its gates, scale and initial memory), the case's λ (given, so no w),
+// uniform covariance and the case's initial statistics.
+template <class S, class BackboneProblem>
+class HeadProblems {
+ public:
+  HeadProblems(const ValueMap& in, BackboneProblem backbone_problem)
+      : q(cast_tensor<S>(in.at("q"))), k(cast_tensor<S>(in.at("k"))), v(cast_tensor<S>(in.at("v"))),
+        lambda_(cast_tensor<S>(in.at("lambda"))), backbone_problem_(std::move(backbone_problem)), starts_(in, q.dim(3)) {}
+  auto operator()(std::int64_t b, std::int64_t h) const {
+    ccq::Problem<S, decltype(backbone_problem_(q, k, v, b, h))> p{backbone_problem_(q, k, v, b, h), {}, starts_.of(b, h)};
+    p.opt.lambda = ref::head_gate(lambda_, b, h);
+    return p;
   }
+  const ref::Tensor<S> q, k, v;
+
+ private:
+  ref::Tensor<S> lambda_;
+  BackboneProblem backbone_problem_;
+  StartStats<S> starts_;
+};
+
+// The gradient twin's gradients per (sequence, head) through ccq::backward (docs/gradients.md, "CCQ"),
+// with the forward's problems (HeadProblems) and no cotangent of the final statistics. finish(b, h, the
+// backbone's problem, the backbone's gradients) writes the backbone's decay and step gradients. dq and
+// dk are total: the read's path through q̃ and the conditioner's through Σ_t (dk's path through the key
+// statistics).
+template <class S, class BackboneProblem, class Finish>
+ValueMap ccq_gradients(const ValueMap& in, BackboneProblem backbone_problem, Finish finish) {
+  const HeadProblems<S, BackboneProblem> problems(in, std::move(backbone_problem));
+  const ref::Tensor<S>&q = problems.q, &k = problems.k, &v = problems.v;
+  const ref::BatchedCotangents<S> cot = cotangents_in<S>(in);
+  const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3);
+  ref::Tensor<S> dq(q.shape), dk(k.shape), dv(v.shape), dlambda({B, T, H}), dh0({B, H, K, v.dim(3)}),
+      dc0({B, H, K, K}), dm0({B, H, K}), dn0({B, H});
+  ref::for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    const auto p = problems(b, h);
+    const auto g = ccq::backward(p, ccq::Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h), std::nullopt});
+    ref::set_head_rows(dq, b, h, g.backbone.dq);
+    ref::set_head_rows(dk, b, h, g.backbone.dk);
+    ref::set_head_rows(dv, b, h, g.backbone.dv);
+    ref::set_head_gate(dlambda, b, h, g.dlambda);
+    ref::set_head_state(dh0, b, h, g.backbone.d_initial_state);
+    ref::set_head_state(dc0, b, h, g.d_initial_stats.c);
+    ref::set_head_vector(dm0, b, h, g.d_initial_stats.m);
+    dn0.data[b * H + h] = g.d_initial_stats.n;
+    finish(b, h, p.backbone, g.backbone);
+  });
   return ValueMap{{"dq", to_double_tensor(dq)},   {"dk", to_double_tensor(dk)},   {"dv", to_double_tensor(dv)},
                   {"dlambda", to_double_tensor(dlambda)}, {"dh0", to_double_tensor(dh0)}, {"dc0", to_double_tensor(dc0)},
                   {"dm0", to_double_tensor(dm0)}, {"dn0", to_double_tensor(dn0)}};
@@ -188,10 +171,10 @@ const Mechanism& registered(const std::vector<Mechanism>& out, const std::string
   throw std::logic_error("ccq: the backbone mechanism '" + name + "' must be registered before the CCQ mechanisms");
 }
 
-// CCQ over `backbone`; run_backbone(inputs, q̃, form, chunk, operands) is the backbone's batched wrapper
-// with q̃.
-template <class RunBackbone>
-Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBackbone run_backbone) {
+// CCQ over `backbone` (of reference family Backbone); backbone_problems<S>(inputs) gives the callable
+// (q, k, v, b, h) → the backbone's problem of head (b, h) that HeadProblems takes.
+template <class Backbone, class BackboneProblems>
+Mechanism ccq_on(const Mechanism& backbone, BackboneProblems backbone_problems) {
   Mechanism m;
   m.name = "ccq-" + backbone.name;
   m.description = "curvature-conditioned query on " + backbone.name +
@@ -217,7 +200,7 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
   m.parameters["backbone"] = backbone.name;
   m.parameters["covariance"] = "uniform";
   m.parameters["lambda"] = "input [B,T,H]; generated as sigmoid(w_h . q_t + lambda_bias), w_h ~ N(0, lambda_gain^2/K)";
-  m.forms = std::move(forms);
+  m.forms = ref::forms_of<ccq::Family<Backbone>>();
   m.generate = [generate_backbone = backbone.generate](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     ValueMap in = generate_backbone(s, seed, kn);
     Rng rng(mix_seed(seed, kReadGateStream));
@@ -227,63 +210,68 @@ Mechanism ccq_on(const Mechanism& backbone, std::vector<ref::Form> forms, RunBac
   };
   // The outputs in scalar S, in `form`, with the chunked form's operands (the conditioner's and the
   // backbone's) rounded to `operands` (compute and compute_io differ only in these).
-  auto outputs = [run_backbone]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
-    const ConditionedQueries<S> c = conditioned_queries<S>(in, form, chunk, operands);
-    const auto r = run_backbone(in, c.q_tilde, form, chunk, operands);
-    return ValueMap{{"o", to_double_tensor(r.o)},
-                    {"final_state", to_double_tensor(r.final_state)},
-                    {"final_key_gram", to_double_tensor(c.key_gram)},
-                    {"final_key_sum", to_double_tensor(c.key_sum)}};
+  auto outputs = [backbone_problems]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
+    const HeadProblems<S, decltype(backbone_problems.template operator()<S>(in))> problems(
+        in, backbone_problems.template operator()<S>(in));
+    const std::int64_t B = problems.q.dim(0), T = problems.q.dim(1), H = problems.q.dim(2), K = problems.q.dim(3),
+                       V = problems.v.dim(3);
+    ref::Tensor<S> o({B, T, H, V}), final_state({B, H, K, V}), key_gram({B, H, K, K}), key_sum({B, H, K});
+    ref::run_each_head<ccq::Family<Backbone>, S>(B, H, form, chunk, operands, problems,
+                                                 [&](std::int64_t b, std::int64_t h, const ccq::Result<S>& r) {
+                                                   ref::set_head_rows(o, b, h, r.o);
+                                                   ref::set_head_state(final_state, b, h, r.final_state);
+                                                   ref::set_head_state(key_gram, b, h, r.final_stats.c);
+                                                   ref::set_head_vector(key_sum, b, h, r.final_stats.m);
+                                                 });
+    return ValueMap{{"o", to_double_tensor(o)},
+                    {"final_state", to_double_tensor(final_state)},
+                    {"final_key_gram", to_double_tensor(key_gram)},
+                    {"final_key_sum", to_double_tensor(key_sum)}};
   };
   set_compute(m, outputs);
   return m;
 }
+
+// The backbones' problems of head (b, h) with the case's gates, scale and initial memory, and q, k, v
+// given (the conditioned queries' head problems and the gradient twins').
+struct GlaProblems {
+  template <class S>
+  auto operator()(const ValueMap& in) const {
+    return [gk = cast_tensor<S>(in.at("gk")), scale = scale_in<S>(in), h0 = initial_state_in<S>(in)](
+               const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, std::int64_t b, std::int64_t h) {
+      return ref::gla::head_problem<S>(q, k, v, gk, scale, h0, b, h);
+    };
+  }
+};
+struct GdnProblems {
+  template <class S>
+  auto operator()(const ValueMap& in) const {
+    return [g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta")), scale = scale_in<S>(in),
+            h0 = initial_state_in<S>(in)](const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v,
+                                          std::int64_t b, std::int64_t h) {
+      return ref::delta_rule::head_problem<S>(q, k, v, ref::delta_rule::gdn_head_gates(g, beta, b, h), scale, h0, b, h);
+    };
+  }
+};
 }  // namespace
 
 void register_ccq_mechanisms(std::vector<Mechanism>& out) {
-  Mechanism on_gla = ccq_on(registered(out, "gla"), {ref::Form::serial, ref::Form::chunked},
-                            []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk,
-                                        ref::OperandFormat operands) {
-                              return ref::gla::gla_batched<S>(q_tilde, cast_tensor<S>(in.at("k")), cast_tensor<S>(in.at("v")),
-                                                              cast_tensor<S>(in.at("gk")), scale_in<S>(in), initial_state_in<S>(in), form, chunk,
-                                                              operands);
-                            });
-  Mechanism on_gdn = ccq_on(registered(out, "gdn"), {ref::Form::serial, ref::Form::chunked, ref::Form::streamed},
-                            []<class S>(const ValueMap& in, const ref::Tensor<S>& q_tilde, ref::Form form, std::int64_t chunk,
-                                        ref::OperandFormat operands) {
-                              return ref::delta_rule::gdn_batched<S>(q_tilde, cast_tensor<S>(in.at("k")),
-                                                                     cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("g")),
-                                                                     cast_tensor<S>(in.at("beta")), scale_in<S>(in), initial_state_in<S>(in), form,
-                                                                     chunk, operands);
-                            });
+  Mechanism on_gla = ccq_on<ref::gla::Family>(registered(out, "gla"), GlaProblems{});
+  Mechanism on_gdn = ccq_on<ref::delta_rule::Family>(registered(out, "gdn"), GdnProblems{});
   // The gradient twins (after both forwards, so that the forwards keep their places in the registry).
   Mechanism gla_twin = gradient_twin(on_gla, ccq_gradient_specs(on_gla), []<class S>(const ValueMap& in) {
-    const ref::Tensor<S> gk = cast_tensor<S>(in.at("gk"));
-    const std::optional<S> scale = scale_in<S>(in);
-    const auto h0 = initial_state_in<S>(in);
-    ref::Tensor<S> dgk(gk.shape);
-    ValueMap out = ccq_gradients<S>(
-        in,
-        [&](const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, std::int64_t b, std::int64_t h) {
-          return ref::gla::head_problem<S>(q, k, v, gk, scale, h0, b, h);
-        },
-        [&](std::int64_t b, std::int64_t h, const ref::gla::Problem<S>& p, const ref::gla::Gradients<S>& g) {
-          ref::set_head_rows(dgk, b, h, ref::gla::log_decay_gradient(p.a, g.da));
-        });
+    ref::Tensor<S> dgk(in.at("gk").shape);
+    ValueMap out = ccq_gradients<S>(in, GlaProblems{}.operator()<S>(in),
+                                    [&](std::int64_t b, std::int64_t h, const ref::gla::Problem<S>& p, const ref::gla::Gradients<S>& g) {
+                                      ref::set_head_rows(dgk, b, h, ref::gla::log_decay_gradient(p.a, g.da));
+                                    });
     out.emplace("dgk", to_double_tensor(dgk));
     return out;
   });
   Mechanism gdn_twin = gradient_twin(on_gdn, ccq_gradient_specs(on_gdn), []<class S>(const ValueMap& in) {
-    const ref::Tensor<S> g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
-    const std::optional<S> scale = scale_in<S>(in);
-    const auto h0 = initial_state_in<S>(in);
-    ref::Tensor<S> dg(g.shape), dbeta(beta.shape);
+    ref::Tensor<S> dg(in.at("g").shape), dbeta(in.at("beta").shape);
     ValueMap out = ccq_gradients<S>(
-        in,
-        [&](const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, std::int64_t b, std::int64_t h) {
-          return ref::delta_rule::head_problem<S>(q, k, v, ref::delta_rule::gdn_head_gates(g, beta, b, h), scale, h0,
-                                                  b, h);
-        },
+        in, GdnProblems{}.operator()<S>(in),
         [&](std::int64_t b, std::int64_t h, const ref::delta_rule::Problem<S>& p, const ref::delta_rule::Gradients<S>& gr) {
           ref::set_head_gate(dg, b, h, ref::delta_rule::log_decay_gradient(p.alpha, gr.dalpha));
           ref::set_head_gate(dbeta, b, h, gr.dbeta);

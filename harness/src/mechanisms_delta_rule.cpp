@@ -152,7 +152,7 @@ Mechanism gdn(QkFrontEnd front_end) {
     m.knobs.push_back(k);
   m.edge_regimes = edge_regimes(true, kBetaUpToTwo);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_gated_delta_rule"}};
-  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
+  m.forms = ref::forms_of<dr::Family>();
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     Rng rng(seed);
     ValueMap in;
@@ -186,7 +186,7 @@ Mechanism deltanet(QkFrontEnd front_end) {
   for (const Knob& k : {initial_state_knob(), scale_knob(), entries_knob(), key_set_knob()}) m.knobs.push_back(k);
   m.edge_regimes = edge_regimes(false, kBetaUpToTwo);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_delta_rule"}};
-  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
+  m.forms = ref::forms_of<dr::Family>();
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     Rng rng(seed);
     ValueMap in;
@@ -221,7 +221,7 @@ Mechanism kla() {
              entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()};
   m.edge_regimes = edge_regimes(true);
   m.parameters = {{"scale", "K^-1/2"}, {"eps", kKlaEps}, {"initial_state", "the initial_state knob: none, zero or random"}};
-  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
+  m.forms = ref::forms_of<dr::Family>();
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     Rng rng(seed);
     ValueMap in;

@@ -28,7 +28,7 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
              entries_knob(), key_set_knob(), hard_decay_knob(), zero_decay_knob()};
   m.edge_regimes = edge_regimes(true);
   m.parameters = {{"scale", "K^-1/2"}, {"initial_state", "the initial_state knob: none, zero or random"}, {"fla_function", "chunk_gla"}};
-  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
+  m.forms = ref::forms_of<ref::gla::Family>();
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     Rng rng(seed);
     ValueMap in;

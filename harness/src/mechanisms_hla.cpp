@@ -25,24 +25,6 @@ enum class Variant { second_order, second_order_normalized, ahla };
 // ε of the normalised read, the kernels' too.
 constexpr double kNormalizedEps = mechanism_constants::hla_normalized_eps;
 
-// AHLA on every head of FLA-layout tensors (hla_batched's counterpart; reference/hla.h batches only
-// the second order); `operands` rounds the chunked form's product operands (hla_ahla.h ahla_chunked).
-template <class S>
-ref::Tensor<S> ahla_batched(const ref::Tensor<S>& q, const ref::Tensor<S>& k, const ref::Tensor<S>& v, ref::Form form,
-                            std::int64_t chunk, ref::OperandFormat operands) {
-  const auto [B, T, H, K, V] = ref::batched_dims<S>(q, k, v, nullptr);
-  ref::Tensor<S> o(std::vector<std::int64_t>{B, T, H, V});
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h) {
-      const hla::Problem<S> p{ref::head_rows(q, b, h), ref::head_rows(k, b, h), ref::head_rows(v, b, h), {}};
-      const hla::Result<S> r = form == ref::Form::materialized ? hla::ahla_materialized(p)
-                               : form == ref::Form::chunked    ? hla::ahla_chunked(p, chunk, ref::MatmulOperands<S>(operands))
-                                                               : hla::ahla_serial(p);
-      ref::set_head_rows(o, b, h, r.o);
-    }
-  return o;
-}
-
 // The gradient twin's dq, dk, dv of L = Σ⟨do, o⟩ (the normalised read's denominator not an output, so its
 // cotangent is zero), per head through hla_backward.h.
 template <class S>
@@ -54,16 +36,15 @@ ValueMap hla_gradients(const ValueMap& in, Variant variant) {
   opt.normalized = variant == Variant::second_order_normalized;
   if (opt.normalized) opt.eps = ref::from_double<S>(kNormalizedEps);
   ref::Tensor<S> dq({B, T, H, K}), dk({B, T, H, K}), dv({B, T, H, V});
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h) {
-      const hla::Problem<S> p{ref::head_rows(q, b, h), ref::head_rows(k, b, h), ref::head_rows(v, b, h), opt};
-      const hla::Cotangents<S> c{ref::head_rows(d_o, b, h), std::nullopt};
-      const hla::Gradients<S> g = variant == Variant::ahla ? hla::ahla_backward(p, c)
-                                                           : hla::second_backward(p, hla::SecondOrder::masked, c);
-      ref::set_head_rows(dq, b, h, g.dq);
-      ref::set_head_rows(dk, b, h, g.dk);
-      ref::set_head_rows(dv, b, h, g.dv);
-    }
+  ref::for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    const hla::Problem<S> p{ref::head_rows(q, b, h), ref::head_rows(k, b, h), ref::head_rows(v, b, h), opt};
+    const hla::Cotangents<S> c{ref::head_rows(d_o, b, h), std::nullopt};
+    const hla::Gradients<S> g = variant == Variant::ahla ? hla::ahla_backward(p, c)
+                                                         : hla::second_backward(p, hla::SecondOrder::masked, c);
+    ref::set_head_rows(dq, b, h, g.dq);
+    ref::set_head_rows(dk, b, h, g.dk);
+    ref::set_head_rows(dv, b, h, g.dv);
+  });
   return {{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)}};
 }
 
@@ -100,7 +81,7 @@ Mechanism hla_mechanism(Variant variant) {
   m.knobs = {{"collinearity", 0, 0.999, 0, false, "keys c·u + (1−c)·z toward one shared direction u per head"},
              {"key_norm", 0.1, 10, 1, true, "‖k_t‖ in units of K^{-1/4}"}, entries_knob(), key_set_knob()};
   m.edge_regimes = edge_regimes(false);
-  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
+  m.forms = variant == Variant::ahla ? ref::forms_of<hla::AhlaFamily>() : ref::forms_of<hla::SecondOrderFamily>();
   m.generate = [normalized](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     Rng rng(seed);
     const double unit = std::pow(static_cast<double>(s.K), -0.25);
@@ -119,11 +100,12 @@ Mechanism hla_mechanism(Variant variant) {
   auto outputs = [variant, normalized]<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk,
                                                 ref::OperandFormat operands) {
     const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
-    if (variant == Variant::ahla) return ValueMap{{"o", to_double_tensor(ahla_batched<S>(q, k, v, form, chunk, operands))}};
+    if (variant == Variant::ahla)
+      return ValueMap{{"o", to_double_tensor(hla::hla_batched<hla::AhlaFamily, S>(q, k, v, {}, form, chunk, operands))}};
     hla::Options<S> opt;
     opt.normalized = normalized;
     if (normalized) opt.eps = ref::from_double<S>(kNormalizedEps);
-    return ValueMap{{"o", to_double_tensor(hla::hla_batched<S>(q, k, v, opt, form, chunk, operands))}};
+    return ValueMap{{"o", to_double_tensor(hla::hla_batched<hla::SecondOrderFamily, S>(q, k, v, opt, form, chunk, operands))}};
   };
   set_compute(m, outputs);
   return m;

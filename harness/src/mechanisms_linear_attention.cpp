@@ -52,7 +52,7 @@ Mechanism linear_attention(bool ratio) {
                        : nlohmann::json{{"feature_map", "identity"}, {"scale", "K^-1/2"}};
   m.parameters["initial_state"] = ratio ? "the initial_state knob: none, zero or random (memory and normaliser)"
                                         : "the initial_state knob: none, zero or random";
-  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
+  m.forms = ref::forms_of<la::Family>();
   m.generate = [ratio](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     Rng rng(seed);
     ValueMap in;
@@ -88,16 +88,15 @@ ValueMap ratio_gradients(const ValueMap& in) {
   const la::Options<S> opt = options_of<S>(true, in);
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = v.dim(3);
   ref::Tensor<S> dq({B, T, H, K}), dk({B, T, H, K}), dv({B, T, H, V}), dh0({B, H, K, V}), dz0({B, H, K});
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h) {
-      const la::Gradients<S> g =
-          la::backward(la::head_problem(q, k, v, opt, h0, z0, b, h), {cot.head_d_o(b, h), cot.head_d_final_state(b, h), {}});
-      ref::set_head_rows(dq, b, h, g.dq);
-      ref::set_head_rows(dk, b, h, g.dk);
-      ref::set_head_rows(dv, b, h, g.dv);
-      ref::set_head_state(dh0, b, h, g.d_initial_state);
-      for (std::int64_t i = 0; i < K; ++i) dz0.data[(b * H + h) * K + i] = g.d_initial_normalizer(i);
-    }
+  ref::for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    const la::Gradients<S> g =
+        la::backward(la::head_problem(q, k, v, opt, h0, z0, b, h), {cot.head_d_o(b, h), cot.head_d_final_state(b, h), {}});
+    ref::set_head_rows(dq, b, h, g.dq);
+    ref::set_head_rows(dk, b, h, g.dk);
+    ref::set_head_rows(dv, b, h, g.dv);
+    ref::set_head_state(dh0, b, h, g.d_initial_state);
+    ref::set_head_vector(dz0, b, h, g.d_initial_normalizer);
+  });
   return {{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)},
           {"dh0", to_double_tensor(dh0)}, {"dz0", to_double_tensor(dz0)}};
 }

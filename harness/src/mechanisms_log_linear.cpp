@@ -27,22 +27,19 @@ ValueMap log_linear_gradients(const ValueMap& in, bool gdn) {
   const ref::Tensor<S> d_o = cast_tensor<S>(in.at("do"));
   std::optional<ref::Tensor<S>> beta;
   if (gdn) beta = cast_tensor<S>(in.at("beta"));
-  const std::int64_t B = v.dim(0), T = v.dim(1), H = v.dim(2), G = q.dim(2);
+  const std::int64_t B = v.dim(0), H = v.dim(2), G = q.dim(2);
   ref::Tensor<S> dq(q.shape), dk(k.shape), dv(v.shape), dg(g.shape), dlambda(lambda.shape), dbeta(g.shape);
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h) {
-      const ll::Problem<S> p = ll::head_problem<S>(q, k, v, g, lambda, beta, S(1), b, h);
-      const ll::Gradients<S> r = ll::backward(p, ref::head_rows(d_o, b, h));
-      const std::int64_t qk_head = G == 1 ? 0 : h;
-      ref::set_head_rows(dq, b, qk_head, ref::Mat<S>(ref::head_rows(dq, b, qk_head) + r.dq));
-      ref::set_head_rows(dk, b, qk_head, ref::Mat<S>(ref::head_rows(dk, b, qk_head) + r.dk));
-      ref::set_head_rows(dv, b, h, r.dv);
-      ref::set_head_rows(dlambda, b, h, r.dlambda);
-      for (std::int64_t t = 0; t < T; ++t) {
-        dg.data[(b * T + t) * H + h] = r.dalpha(t) * p.alpha(t);
-        dbeta.data[(b * T + t) * H + h] = gdn ? r.dbeta(t) : S(0);
-      }
-    }
+  ref::for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    const ll::Problem<S> p = ll::head_problem<S>(q, k, v, g, lambda, beta, S(1), b, h);
+    const ll::Gradients<S> r = ll::backward(p, ref::head_rows(d_o, b, h));
+    const std::int64_t qk_head = G == 1 ? 0 : h;
+    ref::set_head_rows(dq, b, qk_head, ref::Mat<S>(ref::head_rows(dq, b, qk_head) + r.dq));
+    ref::set_head_rows(dk, b, qk_head, ref::Mat<S>(ref::head_rows(dk, b, qk_head) + r.dk));
+    ref::set_head_rows(dv, b, h, r.dv);
+    ref::set_head_rows(dlambda, b, h, r.dlambda);
+    ref::set_head_gate(dg, b, h, ref::Vec<S>(r.dalpha.cwiseProduct(p.alpha)));
+    if (gdn) ref::set_head_gate(dbeta, b, h, r.dbeta);
+  });
   ValueMap out{{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)},
                {"dg", to_double_tensor(dg)}, {"dlevel_scales", to_double_tensor(dlambda)}};
   if (gdn) out.emplace("dbeta", to_double_tensor(dbeta));
@@ -78,7 +75,7 @@ Mechanism log_linear(ll::Variant variant) {
   m.edge_regimes = edge_regimes(true);
   m.parameters = gdn ? nlohmann::json{{"variant", "gdn"}, {"scale", 1}}
                      : nlohmann::json{{"variant", "mamba2"}, {"scale", 1}, {"fla_function", "chunk_log_linear_attn"}};
-  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::materialized};
+  m.forms = ref::forms_of<ll::Family>();
   m.generate = [gdn](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     Rng rng(seed);
     Shape qk_shape = s;

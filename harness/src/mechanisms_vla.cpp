@@ -27,16 +27,14 @@ ValueMap vla_gradients(const ValueMap& in) {
   const std::int64_t B = q.dim(0), T = q.dim(1), H = q.dim(2), K = q.dim(3), V = v.dim(3);
   const ref::Mat<S> identity = ref::Mat<S>::Identity(K, K);  // W_u of the authors' penalty directions
   ref::Tensor<S> dq({B, T, H, K}), dk({B, T, H, K}), dv({B, T, H, V}), dh0({B, H, K, V});
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h) {
-      const ref::vla::Problem<S> p = ref::vla::head_problem<S>(q, k, v, {}, {}, h0, b, h);
-      const ref::vla::Gradients<S> g =
-          ref::vla::backward(p, {cot.head_d_o(b, h), cot.head_d_final_state(b, h), {}, {}});
-      ref::set_head_rows(dq, b, h, g.dq);
-      ref::set_head_rows(dk, b, h, ref::Mat<S>(g.dk + ref::vla::authors_penalty_directions_backward<S>(p.k, identity, g.du).dk));
-      ref::set_head_rows(dv, b, h, g.dv);
-      ref::set_head_state(dh0, b, h, g.d_initial.s);
-    }
+  ref::for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    const ref::vla::Problem<S> p = ref::vla::head_problem<S>(q, k, v, {}, {}, h0, b, h);
+    const ref::vla::Gradients<S> g = ref::vla::backward(p, {cot.head_d_o(b, h), cot.head_d_final_state(b, h), {}, {}});
+    ref::set_head_rows(dq, b, h, g.dq);
+    ref::set_head_rows(dk, b, h, ref::Mat<S>(g.dk + ref::vla::authors_penalty_directions_backward<S>(p.k, identity, g.du).dk));
+    ref::set_head_rows(dv, b, h, g.dv);
+    ref::set_head_state(dh0, b, h, g.d_initial.s);
+  });
   return {{"dq", to_double_tensor(dq)}, {"dk", to_double_tensor(dk)}, {"dv", to_double_tensor(dv)}, {"dh0", to_double_tensor(dh0)}};
 }
 }  // namespace
@@ -53,7 +51,7 @@ void register_vla_mechanisms(std::vector<Mechanism>& out) {
   m.parameters = {{"lambda0", 1}, {"stab_eps", mechanism_constants::vla_stab_eps}, {"feature_map", "elu+1"}, {"read", "ratio"},
                   {"penalty_directions", "norm(k)/sqrt(K)"},
                   {"initial_state", "the initial_state knob: none, zero or random (A_0 = I/lambda0, zeta_0 = 0)"}};
-  m.forms = {ref::Form::serial, ref::Form::chunked, ref::Form::streamed};
+  m.forms = ref::forms_of<ref::vla::Family>();
   m.generate = [](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
     Rng rng(seed);
     ValueMap in;
@@ -65,10 +63,7 @@ void register_vla_mechanisms(std::vector<Mechanism>& out) {
   // (compute and compute_io differ only in these).
   auto outputs = []<class S>(const ValueMap& in, ref::Form form, std::int64_t chunk, ref::OperandFormat operands) {
     const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
-    const auto verb = form == ref::Form::streamed ? ref::vla::Verb::streamed : ref::vla::Verb::serial;
-    const auto h0 = initial_state_in<S>(in);
-    const auto r = form == ref::Form::chunked ? ref::vla::vla_chunked_batched<S>(q, k, v, chunk, {}, {}, h0, operands)
-                                              : ref::vla::vla_batched<S>(q, k, v, {}, {}, h0, verb);
+    const auto r = ref::vla::vla_batched_in<S>(q, k, v, form, chunk, {}, {}, initial_state_in<S>(in), operands);
     return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
   };
   set_compute(m, outputs);

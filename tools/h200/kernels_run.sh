@@ -12,6 +12,7 @@
 #   tools/h200/kernels_run.sh full    # gate, bench, then accuracy
 #   tools/h200/kernels_run.sh fuzz2   # one fuzz campaign over the kernels, one shard per GPU, merged
 #   tools/h200/kernels_run.sh grades  # FLA's GDN kernels judged per precision grade; profiles of larc's GDN/KLA kernels
+#   tools/h200/kernels_run.sh variants  # k_reg's false-alarm rate: each fused kernel's profile judging its wide-k launch
 #   tools/h200/kernels_run.sh regimes # the gate's edge regimes (heavy tails, orthonormal keys, g = 0 and −∞, β up to 2)
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 #   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
@@ -209,6 +210,47 @@ PY
   cat "$out/profiles.md"
   wait
   cat "$out/tests.txt" | cut -c1-400
+  ;;
+variants)
+  # k_reg's false-alarm rate on honest launch changes (docs/gate.md "Accuracy-regression profiles"): each
+  # fused recurrent kernel's profile, recorded on the grid's shapes (K = 32, 64, 96, 128), every dtype and
+  # 16 random cases, judges its wide-k launch variant (the same kernel summing K in other runs), under
+  # default knobs, weak decay and the edge regimes.
+  g=/tmp/variants; mkdir -p "$g" "$out/variants"
+  vshapes=(); for T in 1 64 65 1000; do for D in 32 64 96 128; do vshapes+=(--shape "1,$T,2,$D,$D"); done; done
+  for m in la deltanet gdn kla gla; do
+    for knobs in "" "--knob decay_max=0.01" "--knob entries=1 --knob key_set=1 --knob initial_state=2"; do
+      tag=$m$( [ -n "$knobs" ] && echo "_$(echo $knobs | tr -dc 'a-z0-9_=.' | cut -c1-30)" )
+      common=(--mechanism $m "${vshapes[@]}" --random 16 --seed 7 --jobs "$jobs")
+      timeout 100 $B/larc gate --subject $m-fused-recurrent "${common[@]}" $knobs --record-profile "$g/$tag.json" \
+        > "$out/variants/record_$tag.txt" 2>&1
+      echo "record $tag: exit $?"
+      timeout 100 $B/larc gate --subject $m-fused-recurrent-wide-k "${common[@]}" $knobs --against "$g/$tag.json" \
+        --profile-subject $m-fused-recurrent --json "$out/variants/against_$tag.json" > "$out/variants/against_$tag.txt" 2>&1
+      echo "wide-k against the profile, $tag: exit $?"; tail -1 "$out/variants/against_$tag.txt"
+    done
+  done
+  python3 - "$out"/variants/against_*.json > "$out/variants.md" <<'PY'
+import json, sys
+print("| report | output | cases | failing | worst profile ratio (k_reg 2) | largest error growth |")
+print("|---|---|---|---|---|---|")
+total = failing = 0
+for path in sys.argv[1:]:
+    worst = {}
+    for r in json.load(open(path))["results"]:
+        total += 1
+        failing += not r["pass"]
+        for o in r["outputs"]:
+            w = worst.setdefault(o["output"], [0, 0, 0.0, 0.0])
+            w[0] += 1
+            w[1] += o.get("profile_ratio", 0) > 1
+            w[2] = max(w[2], o.get("profile_ratio", 0))
+            w[3] = max(w[3], o.get("profile_growth", 0))
+    for output, (n, bad, ratio, growth) in sorted(worst.items()):
+        print(f"| {path.split('/')[-1]} | {output} | {n} | {bad} | {ratio:.3g} | {growth:.3g} |")
+print(f"\n{failing} of {total} cases fail (any output, any criterion).")
+PY
+  tail -25 "$out/variants.md"
   ;;
 regimes)
   # The case vocabulary's edge regimes (docs/gate.md "Edge regimes") over every GPU kernel, on the grid's

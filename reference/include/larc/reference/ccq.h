@@ -19,6 +19,7 @@
 #include <string>
 
 #include "larc/reference/delta_rule.h"
+#include "larc/reference/family.h"
 #include "larc/reference/gla.h"
 #include "larc/reference/matmul_operands.h"
 #include "larc/reference/types.h"
@@ -266,5 +267,36 @@ Result<S> streamed(const GlaProblem<S>& p) {
                        Vec<S>(bb.v.row(t).transpose()), Vec<S>(bb.a.row(t).transpose()), bb.scale).transpose();
   return {std::move(o), st.backbone().matrix(), st.stats()};
 }
+
+// CCQ's forms: serial (recurrent conditioner, the backbone's serial form), chunked (chunkwise
+// conditioner and the backbone's chunked form, both through ops) and streamed (State::step); chunk and
+// ops are used by the chunked form only. CCQ has no materialized form.
+template <class S, class B>
+Result<S> run(const Problem<S, B>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
+  switch (form) {
+    case Form::serial: return serial(p);
+    case Form::chunked: return chunked(p, chunk, ops);
+    case Form::streamed: return streamed(p);
+    case Form::materialized: break;
+  }
+  throw std::invalid_argument(std::string("ccq::run: CCQ has no ") + form_name(form) + " form");
+}
+
+// CCQ on a backbone family (delta_rule::Family for GDN, gla::Family) for the batched driver and the
+// harness (family.h).
+template <MechanismFamily Backbone>
+struct Family {
+  static constexpr std::string_view name = "ccq";
+  static constexpr std::array forms{Form::serial, Form::chunked, Form::streamed};
+  template <class S>
+  using Problem = ccq::Problem<S, typename Backbone::template Problem<S>>;
+  template <class S>
+  using Result = ccq::Result<S>;
+  template <class S>
+  static Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops) {
+    return ccq::run(p, form, chunk, ops);
+  }
+};
+static_assert(MechanismFamily<Family<delta_rule::Family>> && MechanismFamily<Family<gla::Family>>);
 
 }  // namespace larc::ref::ccq

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "larc/reference/family.h"
 #include "larc/reference/tensor.h"
 
 namespace larc::ref {
@@ -62,12 +63,12 @@ Tensor<S> chunk_local_log_decay_gradient(const Tensor<S>& o, const Tensor<S>& fi
                                          const Tensor<S>& v, const Tensor<S>& dv, const Tensor<S>& dg, Eigen::Index chunk) {
   const std::int64_t B = dg.dim(0), T = dg.dim(1), H = dg.dim(2);
   Tensor<S> out({B, T, H});
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h)
-      set_head_gate(out, b, h,
-                    chunk_local_log_decay_gradient<S>(head_rows(o, b, h), cot.head_d_o(b, h), head_rows(v, b, h),
-                                                      head_rows(dv, b, h), head_gate(dg, b, h),
-                                                      state_term_rows(final_state, cot.d_final_state, b, h).sum(), chunk));
+  for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    set_head_gate(out, b, h,
+                  chunk_local_log_decay_gradient<S>(head_rows(o, b, h), cot.head_d_o(b, h), head_rows(v, b, h),
+                                                    head_rows(dv, b, h), head_gate(dg, b, h),
+                                                    state_term_rows(final_state, cot.d_final_state, b, h).sum(), chunk));
+  });
   return out;
 }
 
@@ -78,12 +79,11 @@ Tensor<S> chunk_local_channel_decay_gradient(const Tensor<S>& q, const Tensor<S>
                                              const BatchedCotangents<S>& cot, Eigen::Index chunk) {
   const std::int64_t B = dgk.dim(0), H = dgk.dim(2);
   Tensor<S> out(dgk.shape);
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Mat<S> terms = head_rows(q, b, h).cwiseProduct(head_rows(dq, b, h)) - head_rows(k, b, h).cwiseProduct(head_rows(dk, b, h));
-      set_head_rows(out, b, h,
-                    chunk_local_suffix_sums<S>(terms, head_rows(dgk, b, h), state_term_rows(final_state, cot.d_final_state, b, h), chunk));
-    }
+  for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    const Mat<S> terms = head_rows(q, b, h).cwiseProduct(head_rows(dq, b, h)) - head_rows(k, b, h).cwiseProduct(head_rows(dk, b, h));
+    set_head_rows(out, b, h,
+                  chunk_local_suffix_sums<S>(terms, head_rows(dgk, b, h), state_term_rows(final_state, cot.d_final_state, b, h), chunk));
+  });
   return out;
 }
 

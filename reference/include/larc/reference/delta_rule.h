@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "larc/reference/family.h"
 #include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
@@ -232,6 +233,22 @@ SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const Matmu
   throw std::invalid_argument("delta_rule::run: unknown form");
 }
 
+// The delta-rule family (GDN, DeltaNet, KLA: one Problem with per-token α and β) for the batched driver
+// and the harness (family.h).
+struct Family {
+  static constexpr std::string_view name = "delta rule";
+  static constexpr std::array forms{Form::serial, Form::materialized, Form::chunked, Form::streamed};
+  template <class S>
+  using Problem = delta_rule::Problem<S>;
+  template <class S>
+  using Result = SeqResult<S>;
+  template <class S>
+  static Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops) {
+    return delta_rule::run(p, form, chunk, ops);
+  }
+};
+static_assert(MechanismFamily<Family>);
+
 }  // namespace larc::ref::delta_rule
 
 // ---- Batched wrappers with FLA's conventions ([B,T,H,D], g as log-decay, per-token β) ----------
@@ -244,6 +261,13 @@ template <class S>
 struct BatchedResult {
   Tensor<S> o;            // [B, T, H, d_v]
   Tensor<S> final_state;  // [B, H, d_k, d_v]
+
+  BatchedResult(const BatchedDims& d) : o({d.B, d.T, d.H, d.V}), final_state({d.B, d.H, d.K, d.V}) {}
+  // Puts head (b, h)'s outputs and final state in place.
+  void set_head(std::int64_t b, std::int64_t h, const SeqResult<S>& r) {
+    set_head_rows(o, b, h, r.o);
+    set_head_state(final_state, b, h, r.final_state);
+  }
 };
 
 // The mechanism's per-token decay and step for one head, from its batched gate tensors.
@@ -274,16 +298,12 @@ template <class S, class GatesOf>
 BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
                              std::optional<S> scale, const std::optional<Tensor<S>>& initial_state,
                              Form form, Eigen::Index chunk, OperandFormat operands, GatesOf&& gates_of) {
-  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
-  BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Problem<S> p = head_problem(q, k, v, gates_of(b, h), scale, initial_state, b, h);
-      const SeqResult<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
-      set_head_rows(r.o, b, h, res.o);
-      set_head_state(r.final_state, b, h, res.final_state);
-    }
-  }
+  const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  BatchedResult<S> r(d);
+  run_each_head<Family, S>(
+      d.B, d.H, form, chunk, operands,
+      [&](std::int64_t b, std::int64_t h) { return head_problem(q, k, v, gates_of(b, h), scale, initial_state, b, h); },
+      [&](std::int64_t b, std::int64_t h, const SeqResult<S>& res) { r.set_head(b, h, res); });
   return r;
 }
 }  // namespace detail

@@ -168,18 +168,16 @@ BatchedGradients<S> run_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
   const auto [B, T, H, K, V] = d;
   BatchedGradients<S> r{Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, V}), Tensor<S>({B, T, H}),
                         Tensor<S>({B, T, H}), Tensor<S>({B, H, K, V})};
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Problem<S> p = head_problem(q, k, v, gates_of(b, h), scale, initial_state, b, h);
-      const Cotangents<S> c{cot.head_d_o(b, h), cot.head_d_final_state(b, h)};
-      Gradients<S> grads = backward(p, c, checkpoint, step_gradient);
-      finish(b, h, p, grads, r);
-      set_head_rows(r.dq, b, h, grads.dq);
-      set_head_rows(r.dk, b, h, grads.dk);
-      set_head_rows(r.dv, b, h, grads.dv);
-      set_head_state(r.d_initial_state, b, h, grads.d_initial_state);
-    }
-  }
+  for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    const Problem<S> p = head_problem(q, k, v, gates_of(b, h), scale, initial_state, b, h);
+    const Cotangents<S> c{cot.head_d_o(b, h), cot.head_d_final_state(b, h)};
+    Gradients<S> grads = backward(p, c, checkpoint, step_gradient);
+    finish(b, h, p, grads, r);
+    set_head_rows(r.dq, b, h, grads.dq);
+    set_head_rows(r.dk, b, h, grads.dk);
+    set_head_rows(r.dv, b, h, grads.dv);
+    set_head_state(r.d_initial_state, b, h, grads.d_initial_state);
+  });
   return r;
 }
 }  // namespace detail

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "larc/reference/delta_rule.h"
+#include "larc/reference/family.h"
 #include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
@@ -151,6 +152,21 @@ SeqResult<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const Matmu
   throw std::invalid_argument("gla::run: unknown form");
 }
 
+// The GLA family (per-channel decays) for the batched driver and the harness (family.h).
+struct Family {
+  static constexpr std::string_view name = "gla";
+  static constexpr std::array forms{Form::serial, Form::materialized, Form::chunked};
+  template <class S>
+  using Problem = gla::Problem<S>;
+  template <class S>
+  using Result = SeqResult<S>;
+  template <class S>
+  static Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops) {
+    return gla::run(p, form, chunk, ops);
+  }
+};
+static_assert(MechanismFamily<Family>);
+
 // (b, h)'s problem of a batched call: its rows of q, k, v, the decays a = e^{gk}, the scale (d_k^{-1/2}
 // when not given) and its initial state.
 template <class S>
@@ -173,17 +189,13 @@ delta_rule::BatchedResult<S> gla_batched(const Tensor<S>& q, const Tensor<S>& k,
                                          const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
                                          Form form = Form::serial, Eigen::Index chunk = 64,
                                          OperandFormat operands = OperandFormat::none) {
-  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
-  require_shape(gk, "gk", {B, T, H, K});
-  delta_rule::BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V})};
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Problem<S> p = head_problem(q, k, v, gk, scale, initial_state, b, h);
-      const SeqResult<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
-      set_head_rows(r.o, b, h, res.o);
-      set_head_state(r.final_state, b, h, res.final_state);
-    }
-  }
+  const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  require_shape(gk, "gk", {d.B, d.T, d.H, d.K});
+  delta_rule::BatchedResult<S> r(d);
+  run_each_head<Family, S>(
+      d.B, d.H, form, chunk, operands,
+      [&](std::int64_t b, std::int64_t h) { return head_problem(q, k, v, gk, scale, initial_state, b, h); },
+      [&](std::int64_t b, std::int64_t h, const SeqResult<S>& res) { r.set_head(b, h, res); });
   return r;
 }
 

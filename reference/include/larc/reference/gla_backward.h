@@ -96,17 +96,15 @@ BatchedGradients<S> gla_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
   cot.require_shapes(d);
   BatchedGradients<S> r{Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, K}), Tensor<S>({B, T, H, V}), Tensor<S>({B, T, H, K}),
                         Tensor<S>({B, H, K, V})};
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Problem<S> p = head_problem(q, k, v, gk, scale, initial_state, b, h);
-      const Gradients<S> g = backward(p, Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h)}, checkpoint);
-      set_head_rows(r.dq, b, h, g.dq);
-      set_head_rows(r.dk, b, h, g.dk);
-      set_head_rows(r.dv, b, h, g.dv);
-      set_head_rows(r.dgk, b, h, log_decay_gradient(p.a, g.da));
-      set_head_state(r.d_initial_state, b, h, g.d_initial_state);
-    }
-  }
+  for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
+    const Problem<S> p = head_problem(q, k, v, gk, scale, initial_state, b, h);
+    const Gradients<S> g = backward(p, Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h)}, checkpoint);
+    set_head_rows(r.dq, b, h, g.dq);
+    set_head_rows(r.dk, b, h, g.dk);
+    set_head_rows(r.dv, b, h, g.dv);
+    set_head_rows(r.dgk, b, h, log_decay_gradient(p.a, g.da));
+    set_head_state(r.d_initial_state, b, h, g.d_initial_state);
+  });
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "larc/reference/family.h"
 #include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
@@ -182,11 +183,36 @@ Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOp
   throw std::invalid_argument("linear_attention::run: unknown form");
 }
 
+// The linear-attention family (plain and ratio reads, SPEC §1's LA) for the batched driver and the
+// harness (family.h).
+struct Family {
+  static constexpr std::string_view name = "linear attention";
+  static constexpr std::array forms{Form::serial, Form::materialized, Form::chunked};
+  template <class S>
+  using Problem = linear_attention::Problem<S>;
+  template <class S>
+  using Result = linear_attention::Result<S>;
+  template <class S>
+  static Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops) {
+    return linear_attention::run(p, form, chunk, ops);
+  }
+};
+static_assert(MechanismFamily<Family>);
+
 template <class S>
 struct BatchedResult {
   Tensor<S> o;                 // [B, T, H, d_v]
   Tensor<S> final_state;       // [B, H, d_k, d_v]
   Tensor<S> final_normalizer;  // [B, H, d_k]
+
+  BatchedResult(const BatchedDims& d)
+      : o({d.B, d.T, d.H, d.V}), final_state({d.B, d.H, d.K, d.V}), final_normalizer({d.B, d.H, d.K}) {}
+  // Puts head (b, h)'s outputs and final memory in place.
+  void set_head(std::int64_t b, std::int64_t h, const Result<S>& r) {
+    set_head_rows(o, b, h, r.o);
+    set_head_state(final_state, b, h, r.final_memory.s);
+    set_head_vector(final_normalizer, b, h, r.final_memory.z);
+  }
 };
 
 // (b, h)'s problem of a batched call: its rows of q, k, v, the read `opt` and its initial memory
@@ -197,9 +223,7 @@ Problem<S> head_problem(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>&
                         std::int64_t b, std::int64_t h) {
   Problem<S> p{head_rows(q, b, h), head_rows(k, b, h), head_rows(v, b, h), opt, {}, {}};
   if (initial_state) p.initial_state = head_state(*initial_state, b, h);
-  const std::int64_t H = q.dim(2), K = q.dim(3);
-  if (initial_normalizer)
-    p.initial_normalizer = Vec<S>(Eigen::Map<const Vec<S>>(&initial_normalizer->data[(b * H + h) * K], K));
+  if (initial_normalizer) p.initial_normalizer = head_vector(*initial_normalizer, b, h);
   return p;
 }
 
@@ -210,18 +234,13 @@ BatchedResult<S> la_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor
                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
                             const std::optional<Tensor<std::type_identity_t<S>>>& initial_normalizer = {}, Form form = Form::serial,
                             Eigen::Index chunk = 64, OperandFormat operands = OperandFormat::none) {
-  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
-  if (initial_normalizer) require_shape(*initial_normalizer, "initial_normalizer", {B, H, K});
-  BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V}), Tensor<S>({B, H, K})};
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Problem<S> p = head_problem(q, k, v, opt, initial_state, initial_normalizer, b, h);
-      const Result<S> res = run(p, form, chunk, MatmulOperands<S>(operands));
-      set_head_rows(r.o, b, h, res.o);
-      set_head_state(r.final_state, b, h, res.final_memory.s);
-      std::copy(res.final_memory.z.data(), res.final_memory.z.data() + K, r.final_normalizer.data.begin() + (b * H + h) * K);
-    }
-  }
+  const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  if (initial_normalizer) require_shape(*initial_normalizer, "initial_normalizer", {d.B, d.H, d.K});
+  BatchedResult<S> r(d);
+  run_each_head<Family, S>(
+      d.B, d.H, form, chunk, operands,
+      [&](std::int64_t b, std::int64_t h) { return head_problem(q, k, v, opt, initial_state, initial_normalizer, b, h); },
+      [&](std::int64_t b, std::int64_t h, const Result<S>& res) { r.set_head(b, h, res); });
   return r;
 }
 

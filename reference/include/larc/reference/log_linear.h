@@ -24,6 +24,7 @@
 
 #include "larc/reference/delta_rule.h"
 #include "larc/reference/fenwick.h"
+#include "larc/reference/family.h"
 #include "larc/reference/matmul_operands.h"
 #include "larc/reference/tensor.h"
 #include "larc/reference/types.h"
@@ -353,5 +354,21 @@ Mat<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOpera
   }
   throw std::invalid_argument("log_linear::run: unknown form");
 }
+
+// The log-linear family (Mamba-2 and GDN variants, SPEC §4) for the batched driver and the harness
+// (family.h); a head's result is its outputs.
+struct Family {
+  static constexpr std::string_view name = "log-linear";
+  static constexpr std::array forms{Form::serial, Form::materialized, Form::chunked};
+  template <class S>
+  using Problem = log_linear::Problem<S>;
+  template <class S>
+  using Result = Mat<S>;
+  template <class S>
+  static Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops) {
+    return log_linear::run(p, form, chunk, ops);
+  }
+};
+static_assert(MechanismFamily<Family>);
 
 }  // namespace larc::ref::log_linear

@@ -80,10 +80,10 @@ Tensor<S> log_linear_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
   if (beta) require_shape(*beta, "beta", {B, T, H});
 
   Tensor<S> o({B, T, H, V});
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h)
-      set_head_rows(o, b, h, run(head_problem<S>(q, k, v, g, level_scales, beta, scale, b, h), form, chunk, MatmulOperands<S>(operands)));
-  }
+  run_each_head<Family, S>(
+      B, H, form, chunk, operands,
+      [&](std::int64_t b, std::int64_t h) { return head_problem<S>(q, k, v, g, level_scales, beta, scale, b, h); },
+      [&](std::int64_t b, std::int64_t h, const Mat<S>& head_o) { set_head_rows(o, b, h, head_o); });
   return o;
 }
 

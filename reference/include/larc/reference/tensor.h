@@ -3,6 +3,7 @@
 // helpers cut a head out of a batch and put it back.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <optional>
@@ -136,6 +137,19 @@ void set_head_state(Tensor<S>& s, std::int64_t b, std::int64_t h, const Mat<S>& 
   const std::int64_t H = s.dim(1), K = s.dim(2), V = s.dim(3);
   for (std::int64_t i = 0; i < K; ++i)
     for (std::int64_t j = 0; j < V; ++j) s.data[((b * H + h) * K + i) * V + j] = m(i, j);
+}
+
+// [B, H, K] → K for (b, h): a per-head vector of a state (a normaliser, a key sum).
+template <class S>
+Vec<S> head_vector(const Tensor<S>& x, std::int64_t b, std::int64_t h) {
+  const std::int64_t H = x.dim(1), K = x.dim(2);
+  return Eigen::Map<const Vec<S>>(&x.data[static_cast<std::size_t>((b * H + h) * K)], K);
+}
+
+template <class S>
+void set_head_vector(Tensor<S>& x, std::int64_t b, std::int64_t h, const Vec<S>& v) {
+  const std::int64_t H = x.dim(1), K = x.dim(2);
+  std::copy(v.data(), v.data() + K, x.data.begin() + (b * H + h) * K);
 }
 
 // The cotangents of a batched call's outputs, each absent counting as zero: do [B, T, H, d_v] and

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "larc/reference/family.h"
 #include "larc/reference/linear_attention.h"
 #include "larc/reference/scan.h"
 #include "larc/reference/tensor.h"
@@ -393,6 +394,17 @@ struct BatchedResult {
   Tensor<S> final_state;        // [B, H, d_k, d_v] (S^T)
   Tensor<S> final_penalty;      // [B, H, d_k, d_k] (A_T)
   Tensor<S> final_normalizer;   // [B, H, d_k] (ζ_T)
+
+  BatchedResult(const BatchedDims& d)
+      : o({d.B, d.T, d.H, d.V}), final_state({d.B, d.H, d.K, d.V}), final_penalty({d.B, d.H, d.K, d.K}),
+        final_normalizer({d.B, d.H, d.K}) {}
+  // Puts head (b, h)'s outputs and final memory in place.
+  void set_head(std::int64_t b, std::int64_t h, const Result<S>& r) {
+    set_head_rows(o, b, h, r.o);
+    set_head_state(final_state, b, h, r.final_memory.s);
+    set_head_state(final_penalty, b, h, r.final_memory.a);
+    set_head_vector(final_normalizer, b, h, r.final_memory.zeta);
+  }
 };
 
 // (b, h)'s problem of a batched call: its rows of q, k, v, its penalty directions (u's rows, or the
@@ -414,18 +426,12 @@ namespace detail {
 template <class S, class RunHead>
 BatchedResult<S> run_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const std::optional<Tensor<S>>& u,
                              const Options<S>& opt, const std::optional<Tensor<S>>& initial_state, RunHead&& run_head) {
-  const auto [B, T, H, K, V] = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
-  if (u) require_shape(*u, "u", {B, T, H, K});
-  BatchedResult<S> r{Tensor<S>({B, T, H, V}), Tensor<S>({B, H, K, V}), Tensor<S>({B, H, K, K}), Tensor<S>({B, H, K})};
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Result<S> res = run_head(head_problem(q, k, v, u, opt, initial_state, b, h));
-      set_head_rows(r.o, b, h, res.o);
-      set_head_state(r.final_state, b, h, res.final_memory.s);
-      set_head_state(r.final_penalty, b, h, res.final_memory.a);
-      std::copy(res.final_memory.zeta.data(), res.final_memory.zeta.data() + K, r.final_normalizer.data.begin() + (b * H + h) * K);
-    }
-  }
+  const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
+  if (u) require_shape(*u, "u", {d.B, d.T, d.H, d.K});
+  BatchedResult<S> r(d);
+  for_each_head(d.B, d.H, [&](std::int64_t b, std::int64_t h) {
+    r.set_head(b, h, run_head(head_problem(q, k, v, u, opt, initial_state, b, h)));
+  });
   return r;
 }
 }  // namespace detail

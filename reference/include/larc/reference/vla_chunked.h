@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "larc/reference/matmul_operands.h"
@@ -128,6 +129,47 @@ Result<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<
   return {std::move(o), Memory<S>{std::move(x), std::move(a), std::move(zeta), m0.tokens + p.T()}};
 }
 
+// VLA's forms (family.h): serial and streamed (vla.h), chunked (above; chunk and ops are used by it
+// only). VLA has no materialized form; its scan is a verb of vla.h, checked by the claims.
+template <class S>
+Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
+  switch (form) {
+    case Form::serial: return serial(p);
+    case Form::streamed: return streamed(p);
+    case Form::chunked: return chunked(p, chunk, ops);
+    case Form::materialized: break;
+  }
+  throw std::invalid_argument(std::string("vla::run: VLA has no ") + form_name(form) + " form");
+}
+
+// The VLA family for the batched driver and the harness (family.h).
+struct Family {
+  static constexpr std::string_view name = "vla";
+  static constexpr std::array forms{Form::serial, Form::chunked, Form::streamed};
+  template <class S>
+  using Problem = vla::Problem<S>;
+  template <class S>
+  using Result = vla::Result<S>;
+  template <class S>
+  static Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops) {
+    return vla::run(p, form, chunk, ops);
+  }
+};
+static_assert(MechanismFamily<Family>);
+
+// vla_batched (vla.h) in any of VLA's forms; chunk (C ≥ 1) and `operands` (which rounds the chunked
+// form's product operands: the io grade's baseline) are read by the chunked form only.
+template <class S>
+BatchedResult<S> vla_batched_in(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, Form form, Eigen::Index chunk,
+                                const std::optional<Tensor<std::type_identity_t<S>>>& u = {},
+                                const Options<std::type_identity_t<S>>& opt = {},
+                                const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
+                                OperandFormat operands = OperandFormat::none) {
+  const MatmulOperands<S> ops(operands);
+  return detail::run_batched(q, k, v, u, opt, initial_state,
+                             [&](const Problem<S>& p) { return Family::run(p, form, chunk, ops); });
+}
+
 // vla_batched (vla.h) with the chunked form, chunk size C ≥ 1; `operands` rounds its product operands
 // (the io grade's baseline, see chunked).
 template <class S>
@@ -136,8 +178,7 @@ BatchedResult<S> vla_chunked_batched(const Tensor<S>& q, const Tensor<S>& k, con
                                      const Options<std::type_identity_t<S>>& opt = {},
                                      const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
                                      OperandFormat operands = OperandFormat::none) {
-  return detail::run_batched(q, k, v, u, opt, initial_state,
-                             [&](const Problem<S>& p) { return chunked(p, chunk, MatmulOperands<S>(operands)); });
+  return vla_batched_in<S>(q, k, v, Form::chunked, chunk, u, opt, initial_state, operands);
 }
 
 }  // namespace larc::ref::vla
