@@ -111,6 +111,19 @@ std::string case_name(const CaseResult& r) {
   return std::string(ref::dtype_name(r.spec.dtype)) + " [" + r.spec.shape.str() + "] seed " + std::to_string(r.spec.seed) +
          " (" + origin + ")";
 }
+std::size_t skipped_count(const std::vector<CaseResult>& results) {
+  std::size_t n = 0;
+  for (const CaseResult& r : results) n += r.skipped.empty() ? 0 : 1;
+  return n;
+}
+
+// ", 3 skipped (outside their dtype's range)", or nothing.
+std::string skipped_note(const std::vector<CaseResult>& results) {
+  const std::size_t n = skipped_count(results);
+  return n ? ", " + std::to_string(n) + " skipped (outside their dtype's range)" : "";
+}
+
+std::string verdict_of(const CaseResult& r) { return !r.skipped.empty() ? "skipped" : r.pass ? "pass" : "fail"; }
 }  // namespace
 
 nlohmann::json result_json(const CaseResult& r) {
@@ -128,6 +141,7 @@ nlohmann::json result_json(const CaseResult& r) {
                       {"reproduce", r.spec.reproduce()},
                       {"seconds", r.seconds},
                       {"worst_ratio", worst_ratio(r)}};
+  if (!r.skipped.empty()) j["skipped"] = r.skipped;
   if (const Judgement* o = r.main_output()) {
     for (const char* key : {"grade_declared", "grade_met", "max_rel_err", "baseline_rel_err", "rel_rms", "baseline_rel_rms", "max_abs_err",
                             "worst_timestep", "worst_coordinate", "max_ulps", "cosine", "oracle_margin"})
@@ -152,7 +166,8 @@ std::string gate_junit(const std::vector<CaseResult>& results, const std::string
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"" << results.size() << "\" failures=\""
     << failures << "\" time=\"" << seconds << "\">\n  <testsuite name=\"" << xml_escape(suite_name) << "\" tests=\""
-    << results.size() << "\" failures=\"" << failures << "\" errors=\"0\" time=\"" << seconds << "\">\n";
+    << results.size() << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"" << skipped_count(results)
+    << "\" time=\"" << seconds << "\">\n";
   for (const CaseResult& r : results) {
     x << "    <testcase classname=\"" << xml_escape("gate." + r.spec.mechanism + "." + r.spec.subject + declared_suffix(r))
       << "\" name=\""
@@ -162,7 +177,7 @@ std::string gate_junit(const std::vector<CaseResult>& results, const std::string
     };
     prop("seed", std::to_string(r.spec.seed));
     prop("reproduce", r.spec.reproduce());
-    prop("verdict", r.pass ? "pass" : "fail");
+    prop("verdict", verdict_of(r));
     prop("errors", joined(r.errors, "\n"));
     if (const Judgement* o = r.main_output()) {
       prop("max_rel_err", sci(o->max_rel_err));
@@ -176,6 +191,7 @@ std::string gate_junit(const std::vector<CaseResult>& results, const std::string
     }
     prop("oracle_method", r.oracle_method);
     x << "      </properties>\n";
+    if (!r.skipped.empty()) x << "      <skipped message=\"" << xml_escape(r.skipped) << "\"/>\n";
     if (!r.pass)
       x << "      <failure message=\"" << xml_escape(r.errors.empty() ? "failed" : r.errors.front()) << "\">"
         << xml_escape(joined(r.errors, "\n") + "\nreproduce: " + r.spec.reproduce()) << "</failure>\n";
@@ -190,7 +206,7 @@ std::string gate_markdown(const std::vector<CaseResult>& results, const std::str
   for (const CaseResult& r : results) failures += r.pass ? 0 : 1;
   std::ostringstream m;
   m << "# larc gate\n\nSource tree (reference/ + gpu/): `" << tree_hash << "`. " << results.size() << " cases, "
-    << failures << " failed. Tolerance: per timestep and per trailing window of 64, error ≤ 2 × the same-precision "
+    << failures << " failed" << skipped_note(results) << ". Tolerance: per timestep and per trailing window of 64, error ≤ 2 × the same-precision "
     << "baseline's + the dtype's rounding of the oracle (docs/gate.md).\n\n"
     << "The grade column gives, per output, the strictest precision grade met / the grade declared.\n\n"
     << "| kernel | mechanism | dtype | shape | seed | origin | verdict | grade met / declared | max rel err | baseline rel err | worst t | error/tolerance |\n"
@@ -198,7 +214,7 @@ std::string gate_markdown(const std::vector<CaseResult>& results, const std::str
   for (const CaseResult& r : results) {
     const Judgement* o = r.main_output();
     m << "| " << r.spec.subject << " | " << r.spec.mechanism << " | " << ref::dtype_name(r.spec.dtype) << " | "
-      << r.spec.shape.str() << " | " << r.spec.seed << " | " << r.spec.origin << " | " << (r.pass ? "pass" : "**FAIL**")
+      << r.spec.shape.str() << " | " << r.spec.seed << " | " << r.spec.origin << " | " << (r.pass ? verdict_of(r) : "**FAIL**")
       << " | " << grade_cell(r) << " | " << (o ? sci(o->max_rel_err) : "-") << " | " << (o ? sci(o->baseline_rel_err) : "-") << " | "
       << (o ? std::to_string(o->worst_timestep) : "-") << " | " << sci(worst_ratio(r)) << " |\n";
   }
@@ -248,7 +264,9 @@ std::string gate_table(const std::vector<CaseResult>& results) {
     for (const std::string& e : r.errors) t << "  " << e << "\n";
     t << "  reproduce: " << r.spec.reproduce() << "\n";
   }
-  t << "\n" << results.size() << " cases, " << failed << " failed\n";
+  for (const CaseResult& r : results)
+    if (!r.skipped.empty()) t << "\nSKIPPED " << r.spec.subject << " / " << r.spec.mechanism << " / " << case_name(r) << ": " << r.skipped << "\n";
+  t << "\n" << results.size() << " cases, " << failed << " failed" << skipped_note(results) << "\n";
   return t.str();
 }
 

@@ -31,12 +31,6 @@ SliceLayout layout_of(const std::vector<std::int64_t>& shape, int time_axis, int
   return l;
 }
 
-std::string coordinate_string(const std::vector<std::int64_t>& c) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::to_string(c[i]);
-  return s + ")";
-}
-
 std::string num(double x) {
   std::ostringstream o;
   o.precision(3);
@@ -240,6 +234,12 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
   j.pass = j.unwritten == 0 && j.non_finite == 0 && j.baseline_non_finite == 0 && j.timestep_violations == 0 &&
            j.window_violations == 0 && j.oracle_certified;
   return j;
+}
+
+std::string coordinate_string(const std::vector<std::int64_t>& c) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::to_string(c[i]);
+  return s + ")";
 }
 
 }  // namespace larc::harness

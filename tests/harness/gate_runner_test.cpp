@@ -231,3 +231,34 @@ TEST(Fixture, RoundTripsAndJudgesCandidates) {
 }
 
 }  // namespace
+
+// A case whose oracle leaves its dtype's range (here o of linear attention past fp16's 65504: 64 tokens
+// of values 1e4 read with unit q·k) cannot be returned by any subject: it is skipped, named, and counted
+// as such; the same inputs scaled into range are judged as usual.
+TEST(OutsideRange, ACaseWhoseOracleOverflowsItsDtypeIsSkippedNotFailed) {
+  h::CaseSpec spec = small_case("la", Dtype::fp16);
+  spec.shape = {1, 64, 1, 4, 4};
+  spec.subject = "ref-serial-f32";
+  const h::Mechanism& m = h::find_mechanism("la");
+  for (const double value : {1e4, 1.0}) {
+    larc::harness::ValueMap in = m.generate(spec.shape, 1, m.resolve_knobs({}));
+    for (double& x : in.at("q").data) x = 1;
+    for (double& x : in.at("k").data) x = 1;
+    for (double& x : in.at("v").data) x = value;
+    const h::PreparedCase p = h::prepare_case(spec, in);
+    const h::CaseResult r = h::run_subject(p, h::find_subject("ref-serial-f32", "la"));
+    if (value > 1) {
+      EXPECT_NE(h::outside_range(p).find("o: the oracle is"), std::string::npos) << h::outside_range(p);
+      EXPECT_NE(r.skipped.find("outside fp16's range"), std::string::npos) << r.skipped;
+      EXPECT_TRUE(r.pass);
+      EXPECT_TRUE(r.outputs.empty());
+      EXPECT_NE(h::gate_table({r}).find("1 skipped"), std::string::npos);
+    } else {
+      EXPECT_EQ(h::outside_range(p), "");
+      EXPECT_TRUE(r.skipped.empty());
+      EXPECT_TRUE(r.pass) << (r.errors.empty() ? "" : r.errors.front());
+      EXPECT_FALSE(r.outputs.empty());
+    }
+  }
+}
+

@@ -85,7 +85,7 @@ int run_diff(const DiffCli& c) {
                 << ", baseline max_rel_err " << g.baseline_rel_err << "\n";
   }
   for (const std::string& e : r.errors) std::cout << "  " << e << "\n";
-  std::cout << (r.pass ? "PASS" : "FAIL") << "\n";
+  std::cout << (!r.skipped.empty() ? "SKIPPED: " + r.skipped : r.pass ? "PASS" : "FAIL") << "\n";
   if (!c.json_path.empty()) {
     nlohmann::json j = h::result_json(r);
     j["fixture"] = c.fixture;

@@ -65,15 +65,23 @@ struct CaseResult {
   bool deterministic = true;         // two runs gave bitwise equal outputs
   std::string oracle_method;
   double seconds = 0;
+  // Non-empty when the case was not judged because no subject can return it (outside_range): pass is
+  // true then, and reports count the case as skipped.
+  std::string skipped;
   // The judgement of the main output ("o"; a gradient twin's first gradient), or nullptr when it was
   // not judged.
   const Judgement* main_output() const;
 };
 
+// Empty, or why the case lies outside its dtypes' range: an output whose oracle, rounded to the output's
+// dtype, is infinite where the oracle is finite (an fp16 gradient past 65504), named with where and how
+// large. No subject can return such a case, so it is skipped, not judged.
+std::string outside_range(const PreparedCase& prepared);
+
 // Runs the subject on the prepared case and judges it at the grades it declares (subject.mechanism
-// must be the case's).
+// must be the case's); a case outside_range is skipped without running it.
 CaseResult run_subject(const PreparedCase& prepared, const Subject& subject, const ToleranceConfig& config = {});
-// Judges outputs computed elsewhere (`larc diff`): every output of the mechanism present in
+// Judges outputs computed elsewhere (`larc diff`; a case outside_range is skipped): every output of the mechanism present in
 // `candidate` is judged; the main output ("o") is required, and for a gradient twin every gradient;
 // values of any float dtype are taken as they are.
 // The verdict of each output is at the grade `grades` declares for it (grade.h).

@@ -117,5 +117,7 @@ std::vector<double> slice_norms(const ref::Tensor<double>& x, int time_axis, int
 double ulp_of(Dtype d, double x);
 // "(b, t, h, d)"-style coordinate of a flat row-major index.
 std::vector<std::int64_t> coordinate_of(const std::vector<std::int64_t>& shape, std::size_t flat);
+// "(0, 3, 1, 2)".
+std::string coordinate_string(const std::vector<std::int64_t>& coordinate);
 
 }  // namespace larc::harness
