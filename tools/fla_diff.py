@@ -1,44 +1,44 @@
 #!/usr/bin/env python3
-"""Runs flash-linear-attention's kernels on larc fixtures and writes their outputs for `larc diff`.
+"""Runs flash-linear-attention's kernels on larc fixtures and judges their outputs in-process with the larc package.
 
 For every larc fixture given (files or folders of *.safetensors) whose mechanism FLA implements
 (chunk_gated_delta_rule and fused_recurrent_gated_delta_rule for "gdn", chunk_log_linear_attn for
 log-linear attention; chunk_gated_delta_rule and chunk_delta_rule with use_qk_l2norm_in_kernel=True,
-larc.fla's *_qk_l2norm, for "gdn-qk-l2norm" and "deltanet-qk-l2norm": raw q and k), this loads the fixture's inputs with `safetensors` (PyTorch) onto CUDA in the
-fixture's dtype, runs each FLA function twice (the two results must be bitwise equal), passing the
-fixture's "initial_state" when it has one, and writes a candidate file OUT/<fixture>.<function>
-.safetensors holding "o" (FLA's output dtype) and, where FLA returns one, "final_state" (float32),
-with metadata naming the FLA, torch and Triton versions and the GPU. On a gradient fixture (mechanism
-"<forward>-backward": gdn, deltanet, gla and the two qk-l2norm mechanisms) it runs FLA's forward functions of that mechanism with
-requires_grad inputs and takes torch.autograd.grad of L = sum(do * o) + sum(dht * final_state) with the
-fixture's do and dht, i.e. FLA's backward: the candidate holds the gradients under the twin's names (dq,
-dk, dv, dg|dgk, dbeta, dh0; without an initial state in the fixture FLA is given a zero one, so that dh0
-is the gradient there, as the twin defines it). A backward FLA refuses (it raises) is reported as
-"refused" with FLA's message, not as an error. With --larc it then runs
-`larc diff FIXTURE CANDIDATE` on each pair (at the precision grade --grade declares; larc reports
-the strictest grade each output meets) and writes a Markdown summary (--report).
+larc.fla's *_qk_l2norm, for "gdn-qk-l2norm" and "deltanet-qk-l2norm": raw q and k), this runs each FLA
+function through larc.fla's callables on the fixture's case (larc.Case.from_fixture: its inputs as torch
+tensors of the fixture's dtype on --device, its initial state when it has one, its read scale) and
+judges it as larc.gate does (Case.run, docs/python.md): two runs that must be bitwise equal, inputs left
+untouched, the first run's outputs judged against the fixture's oracle at the grade --grade declares,
+larc reporting the strictest grade each output meets. On a gradient fixture (mechanism
+"<forward>-backward": gdn, deltanet, gla and the two qk-l2norm mechanisms) the callable is FLA's forward
+and Case.run takes torch.autograd.grad of L = sum(do * o) + sum(dht * final_state) with the fixture's do
+and dht, i.e. FLA's backward, judged on the gradients under the twin's names (a zero initial state where
+the fixture has none, so that dh0 is the gradient there, as the twin defines it). A backward FLA refuses
+(it raises) is reported as "refused" with FLA's message, not as an error.
 
-Fixture layout (harness/include/larc/harness/fixture.h): inputs under the mechanism's input names in
-FLA's layout (q, k [B,T,H,K]; v [B,T,H,V]; g log-decays [B,T,H]; beta [B,T,H]; log-linear:
-level_scales [B,T,H,L], q and k [B,T,G,K] with G dividing H), oracle outputs "oracle.NAME" (ignored
-here), metadata mechanism / dtype / shape / parameters (JSON; "scale" as a number or "K^-1/2";
-"fla_function" when the mechanism names its FLA counterpart).
+Every judged run's outputs are written as OUT/<fixture>.<function>.safetensors, with metadata naming the
+FLA, torch and Triton versions and the GPU: the candidate `larc diff FIXTURE CANDIDATE` judges again
+(tools/h200/kernels_run.sh accuracy reads them). A failure is also saved as the package saves one, under
+OUT/failures (the fixture, the candidate and the `larc diff` command replaying the verdict, printed with
+the program --larc names). --report writes a Markdown summary with every output's grade.
 
-Needs torch with CUDA, fla-core and einops (pip install --no-deps the wheels in .wheels/) and
-safetensors. Exit codes as larc's: 0 every diff passed (or no --larc), 1 a diff found a violation,
-2 an error (a bad fixture, FLA failed, larc diff exit 2). The last line printed is the summary.
+The native library (liblarc.so) is $LARC_LIBRARY, else this checkout's build/python/larc/liblarc.so.
+Needs torch with CUDA, fla-core and einops (pip install --no-deps the wheels in .wheels/). Exit codes as
+larc's: 0 every output passed, 1 a violation, 2 an error (a bad fixture, FLA failed). The last line
+printed is the summary.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-# FLA's calls are larc's (python/larc/fla.py), imported from this checkout: larc.fla needs neither numpy
-# nor the native library.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from larc import autograd as larc_autograd  # noqa: E402
+# The larc package of this checkout (python/); its native library from $LARC_LIBRARY, else this
+# checkout's build.
+CHECKOUT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(CHECKOUT / "python"))
+if not os.environ.get("LARC_LIBRARY") and (CHECKOUT / "build/python/larc/liblarc.so").exists():
+    os.environ["LARC_LIBRARY"] = str(CHECKOUT / "build/python/larc/liblarc.so")
+import larc  # noqa: E402
 from larc import fla as larc_fla  # noqa: E402
 
 # FLA's functions for each larc mechanism.
@@ -59,6 +59,9 @@ FLA_BACKWARD_OF_MECHANISM = {
 # What FLA's own guards refuse, skipped with FLA's reason rather than reported as errors.
 REFUSED_DTYPES = {name: {"fp32": "FLA's chunk_delta_rule does not support float32"}
                   for name in ("chunk_delta_rule", "chunk_delta_rule_qk_l2norm")}
+# How Case.run reports a callable whose forward or backward raised (python/larc/_case.py).
+FORWARD_RAISED = "the callable raised "
+BACKWARD_RAISED = "the callable's backward (torch.autograd.grad) raised "
 
 
 def functions_of(mechanism):
@@ -72,15 +75,17 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("fixtures", nargs="+", help="larc fixture files or folders of *.safetensors")
     p.add_argument("--out", default="fla_candidates", help="folder for the candidate files (default: fla_candidates)")
-    p.add_argument("--larc", help="path to the larc program: run `larc diff` on every pair")
-    p.add_argument("--larc-diff-arg", action="append", default=[], help="extra argument for `larc diff` (repeatable)")
-    p.add_argument("--grade", default="fp32", choices=["fp32", "io", "io:tf32", "io:tf32-truncated"],
-                   help="the precision grade FLA's outputs are judged at (larc diff --grade; default fp32)")
-    p.add_argument("--report", help="write a Markdown summary here (with --larc)")
+    p.add_argument("--larc", default="larc", help="the larc program the replay commands of failures name (default: larc)")
+    p.add_argument("--grade", default="fp32", choices=list(larc.GRADES),
+                   help="the precision grade FLA's outputs are judged at (default fp32)")
+    p.add_argument("--grade-of", action="append", default=[], metavar="OUTPUT=GRADE",
+                   help="a grade for one output (repeatable), as larc diff --grade-of")
+    p.add_argument("--report", help="write a Markdown summary here")
     p.add_argument("--triton-f32", choices=["ieee", "tf32", "tf32x3"],
                    help="set TRITON_F32_DEFAULT (fp32 dot precision) before FLA loads; unset: Triton's default")
     p.add_argument("--device", default="cuda",
-                   help="torch device FLA runs on (default cuda; cpu only checks this script with a stand-in for FLA)")
+                   help="torch device FLA runs on (default cuda); cpu, or none (numpy arrays), only check this script "
+                        "with a stand-in for FLA")
     return p.parse_args()
 
 
@@ -88,7 +93,7 @@ def fixture_files(paths):
     files = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(p.rglob("*.safetensors"))
+            files += sorted(f for f in p.rglob("*.safetensors") if not f.name.endswith(".candidate.safetensors"))
         elif p.is_file():
             files.append(p)
         else:
@@ -96,117 +101,63 @@ def fixture_files(paths):
     return files
 
 
-def scale_of(parameters, K):
-    """The fixture's scale: a number, "K^-1/2", or None when the fixture does not say."""
-    s = parameters.get("scale")
-    if s is None:
-        return None
-    if isinstance(s, (int, float)):
-        return float(s)
-    if s == "K^-1/2":
-        return K ** -0.5
-    raise ValueError(f"parameters.scale: cannot read {s!r} (expected a number or \"K^-1/2\")")
+def grade_of(args):
+    """--grade-of OUTPUT=GRADE as Case.run's grade_of."""
+    out = {}
+    for g in args.grade_of:
+        output, sep, grade = g.partition("=")
+        if not sep:
+            raise SystemExit(f"fla_diff: --grade-of {g}: expected OUTPUT=GRADE")
+        out[output] = grade
+    return out
 
 
-def run_function(function, t, scale):
-    """FLA's `function` on the fixture's tensors `t` through larc's adapters (python/larc/fla.py, the
-    calls larc.gate makes in-process): the outputs by name."""
-    if function == "chunk_log_linear_attn" and "initial_state" in t:
-        raise ValueError("chunk_log_linear_attn's initial state is per level; larc's fixtures give none")
-    out = larc_fla.KERNELS[function](**t, scale=scale)
-    # o alone (log-linear: FLA's final state is per level, not one [B,H,K,V] tensor), or (o, final_state)
-    return {"o": out} if not isinstance(out, tuple) else {"o": out[0], "final_state": out[1]}
-
-
-def run_backward(function, inputs, scale, gradients):
-    """FLA's backward of `function` through torch autograd: the fixture's inputs with requires_grad (a
-    zero initial state where the fixture has none but dh0 is wanted), FLA's forward, then
-    torch.autograd.grad with the fixture's do and dht. Returns the gradients by the twin's names;
-    raises larc.autograd.BackwardRaised when FLA's backward raises, ValueError when a gradient is missing."""
-    import torch
-    t = {n: x for n, x in inputs.items() if n not in ("do", "dht")}
-    if "dh0" in gradients and "initial_state" not in t:
-        B, T, HV, V = inputs["do"].shape
-        t["initial_state"] = torch.zeros(B, HV, inputs["q"].shape[-1], V, dtype=torch.float32, device=inputs["do"].device)
-    leaves = {n: x.detach().requires_grad_(True) for n, x in t.items() if larc_autograd.GRADIENT_OF.get(n) in gradients}
-    t.update(leaves)
-    outputs = run_function(function, t, scale)
-    grads, problems = larc_autograd.differentiate(outputs, leaves, inputs["do"], inputs.get("dht"))
-    missing = [n for n in gradients if grads.get(n) is None]
-    if problems or missing:
-        raise ValueError("; ".join(problems + [f"{n}: FLA's autograd gives no gradient" for n in missing]))
-    return {n: grads[n] for n in gradients}
-
-
-def bitwise_equal(a, b):
-    import torch
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
-    return torch.equal(a.contiguous().view(ints), b.contiguous().view(ints))
-
-
-def make_candidate(path, function, out_dir, versions, device="cuda"):
-    """Runs FLA's `function` (its backward on a gradient fixture) on one fixture; returns (candidate path or
-    None, note)."""
-    import torch
-    from safetensors import safe_open
-    from safetensors.torch import load_file, save_file
-
-    with safe_open(str(path), framework="pt") as f:
-        metadata = f.metadata() or {}
-    mechanism = metadata.get("mechanism")
-    if mechanism is None:
-        raise ValueError("__metadata__ has no \"mechanism\" (not a larc fixture)")
-    parameters = json.loads(metadata.get("parameters", "{}"))
+def skip_reason(case, function):
+    """Why FLA's `function` is not run on a case (None: it is)."""
+    mechanism, dtype = case.spec["mechanism"], case.spec["dtype"]
     if function is None:
-        return None, f"skipped: no FLA counterpart run here for mechanism {mechanism!r}"
-    if metadata.get("dtype") == "fp64":
-        return None, "skipped: FLA's Triton kernels take no float64"
-    if metadata.get("dtype") in REFUSED_DTYPES.get(function, {}):
-        return None, f"skipped: {REFUSED_DTYPES[function][metadata['dtype']]}"
-    loaded = load_file(str(path), device=device)
-    inputs = {name: t for name, t in loaded.items() if not name.startswith("oracle")}
-    # A gradient fixture's outputs are the gradients its oracle holds.
-    gradients = [n.removeprefix("oracle.") for n in loaded if n.startswith("oracle.")] if mechanism.endswith("-backward") else None
-    K, V = inputs["q"].shape[-1], inputs["v"].shape[-1]
+        return f"skipped: no FLA counterpart run here for mechanism {mechanism!r}"
+    if dtype == "fp64":
+        return "skipped: FLA's Triton kernels take no float64"
+    if dtype in REFUSED_DTYPES.get(function, {}):
+        return f"skipped: {REFUSED_DTYPES[function][dtype]}"
+    K, V = (int(x) for x in case.spec["shape"].split(",")[3:5])
     if function == "chunk_log_linear_attn" and (K % 64 != 0 or V & (V - 1) != 0):
-        return None, f"skipped: chunk_log_linear_attn takes K a multiple of 64 and V a power of two (K={K}, V={V})"
-    # A case's own scale (the scale_factor knob) is its input "scale" [1]; else the mechanism's default.
-    scale = float(inputs.pop("scale")[0]) if "scale" in inputs else scale_of(parameters, K)
-    try:
-        results = [run_function(function, inputs, scale) if gradients is None else
-                   run_backward(function, inputs, scale, gradients) for _ in range(2)]
-    except larc_autograd.BackwardRaised as e:
-        return None, f"refused: {function}'s backward raised {e}"
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    deterministic = all(bitwise_equal(results[0][n], results[1][n]) for n in results[0])
-    tensors = {n: t.detach().contiguous().cpu() for n, t in results[0].items()}
-    candidate = out_dir / f"{path.stem}.{function}.safetensors"
-    save_file(tensors, str(candidate), metadata={
-        "fixture": path.name, "mechanism": mechanism, "fla_function": function,
-        "scale": "FLA default" if scale is None else repr(scale), "deterministic": "yes" if deterministic else "no",
-        **versions})
-    shapes = ", ".join(f"{n} {str(t.dtype).removeprefix('torch.')} {list(t.shape)}" for n, t in tensors.items())
-    what = function if gradients is None else f"{function} backward"
-    return candidate, f"{what}: {shapes}; two runs bitwise {'equal' if deterministic else 'DIFFERENT'}"
+        return f"skipped: chunk_log_linear_attn takes K a multiple of 64 and V a power of two (K={K}, V={V})"
+    return None
 
 
-def larc_diff(larc, fixture, candidate, extra):
-    """Runs `larc diff`; returns (exit code, its output, its JSON result or None)."""
-    kernel = "fla." + candidate.name.split(".")[-2]  # <fixture>.<function>.safetensors
-    json_path = candidate.with_suffix(".diff.json")
-    run = subprocess.run([larc, "diff", str(fixture), str(candidate), "--kernel", kernel, "--json", str(json_path), *extra],
-                         capture_output=True, text=True)
-    result = json.loads(json_path.read_text())["results"][0] if json_path.exists() else None
-    return run.returncode, (run.stdout + run.stderr).strip(), result
-
-
-def mechanism_of(path):
-    from safetensors import safe_open
-    with safe_open(str(path), framework="pt") as f:
-        return (f.metadata() or {}).get("mechanism")
+def judge(path, case, function, args, out_dir, versions):
+    """FLA's `function` (its backward on a gradient fixture) on one fixture's case, judged in-process: the
+    report's row."""
+    row = {"fixture": str(path), "function": function, "note": skip_reason(case, function), "rc": None, "larc": "",
+           "result": None}
+    if row["note"]:
+        return row
+    # A gradient twin has no io form (its only grade is fp32), so a backward fixture is judged at fp32.
+    grade = "fp32" if case.is_gradient else args.grade
+    result = case.run(larc_fla.KERNELS[function], device=None if args.device == "none" else args.device,
+                      grade=grade, grade_of=grade_of(args), kernel=f"fla.{function}", save_dir=out_dir / "failures",
+                      shrink=False)
+    raised = [e for e in result.errors if e.startswith((FORWARD_RAISED, BACKWARD_RAISED))]
+    if raised and raised[0].startswith(BACKWARD_RAISED):
+        row["note"] = f"refused: {function}'s backward raised {raised[0].removeprefix(BACKWARD_RAISED)}"
+        return row
+    if raised:
+        row["note"], row["rc"] = f"error: FLA's {function} raised {raised[0].removeprefix(FORWARD_RAISED)}", 2
+        return row
+    what = function if not case.is_gradient else f"{function} backward"
+    judged = {o["output"] for o in result.json["outputs"]}
+    if result.json["outputs"]:
+        candidate = out_dir / f"{path.stem}.{function}.safetensors"
+        result.write_candidate(candidate, {"fixture": path.name, "fla_function": function, **versions})
+        shapes = ", ".join(f"{o['name']} {o['dtype']} {o['shape']}" for o in case.info["outputs"] if o["name"] in judged)
+        row["note"] = f"{what}: {shapes}; two runs bitwise {'equal' if result.json['deterministic'] else 'DIFFERENT'}"
+    else:  # outputs FLA returned malformed: the errors name them
+        row["note"] = f"{what}: " + "; ".join(result.errors)
+    row["rc"], row["result"] = (0 if result.passed else 1), result.json
+    row["larc"] = result.message().replace("reproduce:   larc diff ", f"reproduce:   {args.larc} diff ")
+    return row
 
 
 def main():
@@ -215,21 +166,22 @@ def main():
         os.environ["TRITON_F32_DEFAULT"] = args.triton_f32
     cuda = args.device.startswith("cuda")
     try:
-        import torch
+        torch = __import__("torch") if args.device != "none" else None
         import fla
         triton_version = __import__("triton").__version__ if cuda else "not used"
         for functions in [*FLA_FUNCTIONS_OF_MECHANISM.values(), *FLA_BACKWARD_OF_MECHANISM.values()]:
             for function in functions:  # imported now: a missing one is named here
                 larc_fla.function(function)
+        larc.mechanisms()  # the native library, loaded now: a missing one is named here
     except ImportError as e:
-        print(f"FAIL: {e} (needs torch with CUDA, triton, fla-core, einops, safetensors: "
-              "python3 -m pip install --no-deps .wheels/*.whl)")
+        print(f"FAIL: {e} (needs torch with CUDA, triton, fla-core, einops: python3 -m pip install --no-deps .wheels/*.whl; "
+              "and liblarc.so: $LARC_LIBRARY or this checkout's build)")
         return 2
 
     if cuda and not torch.cuda.is_available():
         print("FAIL: no CUDA device (FLA's kernels are Triton kernels)")
         return 2
-    versions = {"fla_version": getattr(fla, "__version__", "?"), "torch_version": torch.__version__,
+    versions = {"fla_version": getattr(fla, "__version__", "?"), "torch_version": torch.__version__ if torch else "not used",
                 "triton_version": triton_version, "device": torch.cuda.get_device_name() if cuda else args.device,
                 "triton_f32_default": os.environ.get("TRITON_F32_DEFAULT", "unset")}
     out_dir = Path(args.out)
@@ -237,31 +189,35 @@ def main():
 
     rows, worst = [], 0
     for path in fixture_files(args.fixtures):
-        mechanism = mechanism_of(path)
-        # A gradient twin has no io form (its only grade is fp32), so a backward fixture is judged at fp32.
-        diff_args = ["--grade", "fp32" if mechanism.endswith("-backward") else args.grade, *args.larc_diff_arg]
-        for function in functions_of(mechanism):
-            row = {"fixture": str(path), "function": function, "note": "", "rc": None, "larc": "", "result": None}
+        try:
+            case = larc.Case.from_fixture(path)
+            functions = functions_of(case.spec["mechanism"])
+        except ValueError as e:  # not a larc fixture: reported, the others still run
+            rows.append({"fixture": str(path), "function": None, "note": f"error: {e}", "rc": 2, "larc": "", "result": None})
+            worst = 2
+            print(f"{path}: {rows[-1]['note']}", flush=True)
+            continue
+        for function in functions:
             try:
-                candidate, row["note"] = make_candidate(path, function, out_dir, versions, args.device)
-            except Exception as e:  # a failing fixture or FLA call is reported, the others still run
-                candidate, row["note"], worst = None, f"error: {type(e).__name__}: {e}", 2
-            if candidate is not None and args.larc:
-                row["rc"], row["larc"], row["result"] = larc_diff(args.larc, path, candidate, diff_args)
-                worst = max(worst, row["rc"] if row["rc"] in (0, 1) else 2)
+                row = judge(path, case, function, args, out_dir, versions)
+            except Exception as e:  # a fixture FLA cannot be called on is reported, the others still run
+                row = {"fixture": str(path), "function": function, "note": f"error: {type(e).__name__}: {e}", "rc": 2,
+                       "larc": "", "result": None}
+            worst = max(worst, row["rc"] or 0)
             rows.append(row)
-            verdict = {None: "", 0: " -> larc diff: pass", 1: " -> larc diff: VIOLATION"}.get(row["rc"], f" -> larc diff: exit {row['rc']}")
+            verdict = {None: "", 0: " -> larc: pass", 1: " -> larc: VIOLATION"}.get(row["rc"], "")
+            if row["rc"] == 1 and row["result"].get("reproduce"):
+                verdict += f"; replay: {args.larc} diff {row['result']['reproduce'].removeprefix('larc diff ')}"
             print(f"{path}: {row['note']}{verdict}", flush=True)
 
     if args.report:
         write_report(args.report, rows, versions, " ".join(sys.argv), args.grade)
-    ran = [r for r in rows if r["function"] and r["note"].startswith(r["function"])]
+    ran = [r for r in rows if r["result"] is not None]
     counts = {k: sum(r["rc"] == k for r in ran) for k in (0, 1)}
-    errors = sum(r["note"].startswith("error") for r in rows) + sum(r["rc"] not in (None, 0, 1) for r in ran)
+    errors = sum(r["rc"] == 2 for r in rows)
     refused = sum(r["note"].startswith("refused") for r in rows)
     summary = (f"{len(rows)} fixtures, FLA ran on {len(ran)}" + (f", {refused} backward refused by FLA" if refused else "")
-               + (f", larc diff: {counts[0]} pass, {counts[1]} violations" if args.larc else ", larc diff not run (no --larc)")
-               + f", {errors} errors; candidates in {out_dir}")
+               + f", larc: {counts[0]} pass, {counts[1]} violations, {errors} errors; candidates in {out_dir}")
     print(("PASS: " if worst == 0 else "FAIL: ") + summary)
     return worst
 
@@ -281,11 +237,11 @@ def write_report(path, rows, versions, command, grade):
     lines = ["# flash-linear-attention vs larc fixtures", "",
              "Made by `" + command + "`.", "",
              ", ".join(f"{k} {v}" for k, v in versions.items()), "",
-             "| fixture | FLA run | larc diff |", "|---|---|---|"]
+             "| fixture | FLA run | larc |", "|---|---|---|"]
     for r in rows:
         verdict = {None: "-", 0: "pass", 1: "**violation**"}.get(r["rc"], f"exit {r['rc']}")
         lines.append(f"| {Path(r['fixture']).name} | {r['note']} | {verdict} |")
-    lines += ["", f"Per output, judged at the declared grade {grade} (larc diff --grade): the max relative error, the "
+    lines += ["", f"Per output, judged at the declared grade {grade} (--grade): the max relative error, the "
               "worst error/tolerance ratio at each grade evaluated (with that grade's baseline max relative error) and "
               "the strictest grade met.", "",
               "| fixture | FLA function | output | max rel err | ratio (baseline err) per grade | grade met / declared | verdict |",

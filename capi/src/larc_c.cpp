@@ -1,6 +1,6 @@
 // The C interface (include/larc/c/larc.h) over harness/: each function parses its JSON, calls the
 // harness functions the `larc` program uses (plan_gate, prepare_case, compute_oracle, judge_candidate,
-// the fixture reader and writer, result_json, profiles) and turns every exception into a status and
+// shrink_failure, the fixture reader and writer, result_json, profiles) and turns every exception into a status and
 // larc_last_error().
 #include "larc/c/larc.h"
 
@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,8 @@
 #include "larc/fixtures/atomic_file.h"
 #include "larc/fixtures/safetensors.h"
 #include "larc/harness/fixture.h"
+#include "larc/harness/fuzz.h"
+#include "larc/harness/fuzz_report.h"
 #include "larc/harness/gate.h"
 #include "larc/harness/grade_options.h"
 #include "larc/harness/profile.h"
@@ -444,6 +447,45 @@ char* larc_result_json(const larc_result* r) {
 }
 
 void larc_result_free(larc_result* r) { delete r; }
+
+char* larc_shrink(const char* failing_json, const char* options_json, larc_shrink_judge judge, void* user) {
+  return guarded<char*>(nullptr, [&] {
+    if (!judge) throw std::invalid_argument("judge: NULL");
+    if (!failing_json) throw std::invalid_argument("failing: NULL");
+    h::CaseResult failing;
+    try {
+      failing = h::result_of_json(json::parse(failing_json));
+    } catch (const json::exception& e) {
+      throw std::invalid_argument(std::string("failing: not a result JSON (") + e.what() + ")");
+    }
+    if (failing.pass) throw std::invalid_argument("failing: the case passes; only a failure is shrunk");
+    failing.spec.knobs = h::find_mechanism(failing.spec.mechanism).resolve_knobs(failing.spec.knobs);  // every knob
+    const json o = parse_object(options_json ? options_json : "{}", "options", {"max_evaluations", "limits"});
+    const json max_evaluations = o.value("max_evaluations", json(200));
+    if (!max_evaluations.is_number_integer() || max_evaluations.get<std::int64_t>() < 0 ||
+        max_evaluations.get<std::int64_t>() > std::numeric_limits<int>::max())
+      throw std::invalid_argument("options: max_evaluations must be an integer of at least 0");
+    const h::ShapeLimits limits = limits_of_json(o.value("limits", json::object()));
+    // The caller runs the kernel; its verdict comes back as result JSON, of the candidate asked for.
+    const h::CaseJudge run = [&](const h::CaseSpec& candidate) {
+      const std::string spec = spec_json(candidate).dump();
+      const char* verdict = judge(spec.c_str(), user);
+      if (!verdict) throw std::runtime_error("judge: the callback gave no verdict on the candidate " + spec + "; shrinking stopped there");
+      h::CaseResult r;
+      try {
+        r = h::result_of_json(json::parse(verdict));
+      } catch (const json::exception& e) {
+        throw std::invalid_argument("judge: the callback's verdict on " + spec + " is not a result JSON (" + e.what() + ")");
+      }
+      r.spec = candidate;
+      return r;
+    };
+    const h::ShrinkOutcome shrunk = h::shrink_failure(failing, limits, max_evaluations.get<int>(), run);
+    json path = json::array();
+    for (const h::CaseSpec& s : shrunk.path) path.push_back(spec_json(s));
+    return owned_string(json{{"path", path}, {"evaluations", shrunk.evaluations}}.dump());
+  });
+}
 
 int larc_profile_record(const larc_result* const* results, size_t n, const char* path) {
   return guarded<int>(1, [&] {

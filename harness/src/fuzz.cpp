@@ -216,22 +216,29 @@ bool shares_kind(const std::set<std::string>& a, const std::set<std::string>& b)
 }
 }  // namespace
 
-ShrinkOutcome shrink_failure(const CaseResult& failing, int max_evaluations, const CaseJudge& run) {
+ShrinkOutcome shrink_failure(const CaseResult& failing, const ShapeLimits& limits, int max_evaluations,
+                             const CaseJudge& run) {
   ShrinkOutcome out;
   out.shrunk = failing;
   const std::set<std::string> kinds = failure_kinds(failing);
   if (failing.pass) return out;
-  const ShapeLimits& limits = find_subject(failing.spec.subject, failing.spec.mechanism).limits;
   const cases::ShrinkCount n = cases::shrink_greedily(
       out.shrunk, [&](const CaseResult& r) { return cases::CandidateList<CaseSpec>(reductions(r.spec, limits)); },
       [&](const CaseSpec& candidate) {
         CaseResult r = judge_with(run, candidate);
-        return !r.pass && shares_kind(kinds, failure_kinds(r)) ? std::optional<CaseResult>(std::move(r)) : std::nullopt;
+        if (r.pass || !shares_kind(kinds, failure_kinds(r))) return std::optional<CaseResult>();
+        out.path.push_back(candidate);  // shrink_greedily moves to every candidate returned
+        return std::optional<CaseResult>(std::move(r));
       },
       max_evaluations);
   out.steps = n.steps;
   out.evaluations = n.tries;
   return out;
+}
+
+ShrinkOutcome shrink_failure(const CaseResult& failing, int max_evaluations, const CaseJudge& run) {
+  if (failing.pass) return shrink_failure(failing, ShapeLimits{}, max_evaluations, run);  // returns it unchanged
+  return shrink_failure(failing, find_subject(failing.spec.subject, failing.spec.mechanism).limits, max_evaluations, run);
 }
 
 // --- the campaign -------------------------------------------------------------------------------

@@ -89,24 +89,6 @@ Judgement judgement_of(const nlohmann::json& j) {
   return o;
 }
 
-CaseResult result_of(const nlohmann::json& j) {
-  CaseResult r;
-  r.spec.subject = j.at("kernel").get<std::string>();
-  r.spec.mechanism = j.at("mechanism").get<std::string>();
-  r.spec.dtype = parse_dtype(j.at("dtype").get<std::string>());
-  r.spec.shape = Shape::parse(j.at("shape").get<std::string>());
-  r.spec.seed = j.at("seed").get<std::uint64_t>();
-  r.spec.knobs = j.at("knobs").get<KnobValues>();
-  r.spec.origin = j.at("origin").get<std::string>();
-  r.pass = j.at("pass").get<bool>();
-  r.deterministic = j.at("deterministic").get<bool>();
-  r.oracle_method = j.at("oracle_method").get<std::string>();
-  r.errors = j.at("errors").get<std::vector<std::string>>();
-  r.seconds = number_or(j, "seconds", 0);
-  for (const nlohmann::json& o : j.at("outputs")) r.outputs.push_back(judgement_of(o));
-  return r;
-}
-
 nlohmann::json summary_of(const nlohmann::json& results, double seconds) {
   std::size_t failures = 0;
   for (const nlohmann::json& r : results) failures += r.at("pass").get<bool>() ? 0 : 1;
@@ -282,10 +264,28 @@ nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const s
   return merged;
 }
 
+CaseResult result_of_json(const nlohmann::json& j) {
+  CaseResult r;
+  r.spec.subject = j.at("kernel").get<std::string>();
+  r.spec.mechanism = j.at("mechanism").get<std::string>();
+  r.spec.dtype = parse_dtype(j.at("dtype").get<std::string>());
+  r.spec.shape = Shape::parse(j.at("shape").get<std::string>());
+  r.spec.seed = j.at("seed").get<std::uint64_t>();
+  r.spec.knobs = j.at("knobs").get<KnobValues>();
+  r.spec.origin = j.at("origin").get<std::string>();
+  r.pass = j.at("pass").get<bool>();
+  r.deterministic = j.at("deterministic").get<bool>();
+  r.oracle_method = j.at("oracle_method").get<std::string>();
+  r.errors = j.at("errors").get<std::vector<std::string>>();
+  r.seconds = number_or(j, "seconds", 0);
+  for (const nlohmann::json& o : j.at("outputs")) r.outputs.push_back(judgement_of(o));
+  return r;
+}
+
 std::vector<CaseResult> results_of_report(const nlohmann::json& report) {
   std::vector<CaseResult> out;
   for (const nlohmann::json& r : report.at("results"))
-    out.push_back(result_of(r.contains("shrunk") ? r["shrunk"] : r));  // a failure as its shrunk case
+    out.push_back(result_of_json(r.contains("shrunk") ? r["shrunk"] : r));  // a failure as its shrunk case
   return out;
 }
 

@@ -7,6 +7,7 @@ gradient case (a mechanism's gradient twin, "gdn-backward") is judged on the gra
 forward callable's torch autograd gives (autograd.py) or a callable taking the cotangents returns."""
 import ctypes
 import inspect
+import json
 import os
 import re
 import shlex
@@ -19,6 +20,8 @@ from . import _arrays, _context, _native, autograd
 DTYPES = ("bf16", "fp16", "fp32", "fp64")
 GRADES = ("fp32", "io", "io:tf32", "io:tf32-truncated")
 DEFAULT_SHAPE = (1, 100, 2, 16, 16)
+# Candidates judged at most when a failure is shrunk: the fuzzer's bound (harness/fuzz.cpp).
+SHRINK_EVALUATIONS = 200
 _registry = None
 
 
@@ -133,6 +136,55 @@ def _fmt(x):
     return "-" if x is None else f"{x:.3g}"
 
 
+def _shrink_budget(shrink):
+    """The candidates a failure's shrink may judge (0: no shrinking) for run()'s `shrink` argument."""
+    if shrink is None:
+        shrink = _context.current["shrink"]
+        if shrink is None:
+            return SHRINK_EVALUATIONS
+    _require(isinstance(shrink, (bool, int, np.integer)) and shrink >= 0, "shrink",
+             f"expected True, False or a number of candidates (at least 0), got {shrink!r}")
+    return SHRINK_EVALUATIONS if shrink is True else int(shrink)
+
+
+def _dims(spec):
+    """A spec's sizes by name; HV (the value heads) only where the shape gives them."""
+    return dict(zip(("B", "T", "H", "K", "V", "HV"), (int(x) for x in spec["shape"].split(","))))
+
+
+def _reductions(specs):
+    """What changed along a shrink's path of specs, per size and knob in the order each first changed:
+    "T 100->50->25; H 2->1; decay_max 0.05->1"."""
+    changes = {}
+    for a, b in zip(specs, specs[1:]):
+        da, db = _dims(a), _dims(b)
+        for name in ("B", "T", "H", "K", "V", "HV"):
+            if name in da or name in db:  # HV is H where the shape does not give it
+                x, y = da.get(name, da["H"]), db.get(name, db["H"])
+                if x != y:
+                    changes.setdefault(name, [x]).append(y)
+        for name in sorted(set(a["knobs"]) | set(b["knobs"])):
+            if a["knobs"].get(name) != b["knobs"].get(name):
+                changes.setdefault(name, [a["knobs"].get(name)]).append(b["knobs"].get(name))
+    return "; ".join(f"{name} " + "->".join(f"{v:g}" for v in values) for name, values in changes.items()) or "none"
+
+
+def _shrunk_rerun(result):
+    """The command that runs the kernel on a shrunk failure alone: inside a test parametrised by the
+    larc marker, pytest replaying the shrunk case's fixture; elsewhere the larc.gate call."""
+    case, test = result.case, _context.current
+    if test["replay_test"]:
+        stem = os.path.basename(result.fixture).removesuffix(".safetensors")
+        return (f"pytest {shlex.quote(test['replay_test'] + '[fixture:' + stem + ']')} --larc "
+                f"--larc-replay {shlex.quote(result.fixture)}")
+    s, knobs = case.spec, case.non_default_knobs()
+    shape = tuple(int(x) for x in s["shape"].split(","))
+    twin = _is_twin(_mechanism_spec(s["mechanism"]))
+    mechanism = _mechanism_spec(s["mechanism"])["parameters"]["forward"] if twin else s["mechanism"]
+    return (f"larc.gate({result.kernel}, mechanism={mechanism!r}, dtype={s['dtype']!r}, shape={shape}, seed={s['seed']}"
+            + (f", knobs={knobs!r}" if knobs else "") + (", grad=True" if twin else "") + ")")
+
+
 class OutputVerdict:
     """One output's verdict: the gate's JSON for it (docs/gate.md) as attributes."""
 
@@ -161,9 +213,12 @@ class GateFailure(AssertionError):
 class Result:
     """A callable's verdict on one case."""
 
-    def __init__(self, case, kernel, j, handle=None):
-        self.case, self.kernel, self.json, self._handle = case, kernel, j, handle
+    def __init__(self, case, kernel, j, handle=None, host=None):
+        self.case, self.kernel, self.json, self._handle, self._host = case, kernel, j, handle, host
         self.fixture = self.candidate = None
+        # A shrunk failure: the smallest case that still fails (its Result, saved), the specs the shrink
+        # moved through, the candidates it judged, or why it stopped.
+        self.shrunk, self.shrink_path, self.shrink_evaluations, self.shrink_stopped = None, [], 0, None
 
     def __del__(self):
         if self._handle and _native.loaded():
@@ -189,7 +244,27 @@ class Result:
     def reproduce(self):
         return self.json.get("reproduce", "")
 
+    def write_candidate(self, path, metadata=None):
+        """Writes the outputs this verdict judged (the first run's) as a candidate file, which `larc diff
+        FIXTURE CANDIDATE` judges again; metadata: {key: string} added to its header."""
+        _require(self._host is not None, "result", "no outputs were judged (the callable raised or returned "
+                 "something malformed): nothing to write")
+        self.case._write_candidate(path, self._host, self.kernel, metadata)
+        return path
+
     def message(self):
+        lines = [self._case_message()]
+        if self.shrunk is not None:
+            lines.append(f"  shrunk:      {len(self.shrink_path)} reductions ({self.shrink_evaluations} cases run): "
+                         f"{_reductions([self.json] + self.shrink_path)}")
+            lines.append(self.shrunk._case_message())
+        elif self.shrink_stopped:
+            lines.append(f"  shrunk:      no: {self.shrink_stopped}")
+        elif not self.passed and self.shrink_evaluations:
+            lines.append(f"  shrunk:      no smaller case fails the same way ({self.shrink_evaluations} cases run)")
+        return "\n".join(lines)
+
+    def _case_message(self):
         j = self.json
         knobs = " ".join(f"{k}={v:g}" for k, v in sorted(self.case.non_default_knobs().items()))
         lines = [f"larc: {j['mechanism']} {j['dtype']} [{j['shape']}] seed {j['seed']}{' knobs ' + knobs if knobs else ''} "
@@ -243,6 +318,7 @@ class Case:
     def __init__(self, spec, case_id=None, handle=None):
         self.spec, self._handle, self._info, self._twin = dict(spec), handle, None, None
         self.id = case_id or self._default_id()
+        self.limits = None  # the kernel's shape limits (cases(limits=...)): a shrunk case keeps to them
 
     @classmethod
     def prepare(cls, mechanism, dtype="fp32", shape=DEFAULT_SHAPE, seed=1, knobs=None):
@@ -305,6 +381,7 @@ class Case:
             return self
         if self._twin is None:
             self._twin = Case(dict(self.spec, mechanism=_twin_of(self.spec["mechanism"])), self.id)
+            self._twin.limits = self.limits
         return self._twin
 
     def non_default_knobs(self):
@@ -367,22 +444,40 @@ class Case:
         return self.run(fn, **options).assert_pass()
 
     def run(self, fn, device=None, grade="fp32", grade_of=None, runs=2, kernel=None, save_dir=None, profile=None,
-            profile_subject=None, grad=None):
+            profile_subject=None, grad=None, shrink=None):
         """Runs `fn` on the case `runs` times and judges it; returns a Result (never raises for what
-        the callable does). A failure is saved under save_dir (default $LARC_SAVE_DIR or .larc/failures).
+        the callable does). A failure is saved under save_dir (default $LARC_SAVE_DIR or .larc/failures)
+        and shrunk: the smallest case that still fails the same way (Result.shrunk, saved beside it).
         grad: None runs the case as it is (a gradient twin's case is a gradient case); True runs the
         gradient case of this case's spec; False refuses a gradient case. On a gradient case a callable
         that takes `do` returns the gradients itself; any other is the forward, differentiated by torch
-        autograd (device required)."""
+        autograd (device required). shrink: True (up to SHRINK_EVALUATIONS candidates), False, or the
+        number of candidates to judge at most; None: --larc-shrink inside pytest, else True."""
         case = self._case_for(grad)
         if case is not self:
             return case.run(fn, device=device, grade=grade, grade_of=grade_of, runs=runs, kernel=kernel, save_dir=save_dir,
-                            profile=profile, profile_subject=profile_subject)
+                            profile=profile, profile_subject=profile_subject, shrink=shrink)
         _require(callable(fn), "fn", f"expected a callable, got {type(fn).__name__}")
         grade_of_list = _check_grades(grade, grade_of, [o["name"] for o in _mechanism_spec(self.spec["mechanism"])["outputs"]])
         _require(isinstance(runs, int) and not isinstance(runs, bool) and runs >= 1, "runs", f"expected an integer of at least 1, got {runs!r}")
+        budget = _shrink_budget(shrink)
         dev = _parse_device(device)
         kernel = kernel or getattr(fn, "__qualname__", None) or type(fn).__name__
+        result = self._evaluate(fn, dev, kernel, grade, grade_of_list, runs, profile, profile_subject)
+        result.json["rerun"] = _rerun_command()
+        if not result.passed:
+            self._save_failure(result, save_dir, grade, grade_of_list, "larc (python)")
+            if budget:
+                # Candidates are judged without the profile: it holds the original case's errors alone.
+                self._shrink(result, lambda c: c._evaluate(fn, dev, kernel, grade, grade_of_list, runs), budget, save_dir,
+                             grade, grade_of_list)
+        else:
+            result.json["reproduce"] = ""  # nothing was saved to judge again
+        _collect(result)
+        return result
+
+    def _evaluate(self, fn, dev, kernel, grade, grade_of_list, runs, profile=None, profile_subject=None):
+        """Runs `fn` on the case `runs` times and judges the first run: the Result, nothing saved."""
         if self.is_gradient and not _takes(fn, "do"):
             call, buffers, pristine = self._autograd_call(fn, dev)
         else:
@@ -415,39 +510,84 @@ class Case:
                                   f"of {a.size if not _arrays.is_torch(a) else a.numel()} elements (nondeterministic)")
         errors = list(dict.fromkeys(errors))  # a problem seen in every run is reported once
 
+        if not runs_out or structural:
+            return Result(self, kernel, self._unjudged_json(kernel, errors, deterministic))
+        host = [(n, *_arrays.host_raw(a, self.spec["dtype"])) for n, a in runs_out[0].items()]
+        config = {"kernel": kernel, "grade": grade, "grade_of": grade_of_list, "errors": errors,
+                  "deterministic": deterministic}
+        if profile is not None:
+            config["against"] = os.fspath(profile)
+        if profile_subject:
+            config["profile_subject"] = profile_subject
+        arr, keep = _native.tensor_array(host)
+        handle = _native.checked(_native.lib().larc_judge(self.handle, arr, len(host), _native.encode(config)))
+        del keep
+        return Result(self, kernel, _native.take_json(_native.lib().larc_result_json(handle)), handle, host)
+
+    def _save_failure(self, result, save_dir, grade, grade_of_list, found_by):
+        """Saves a failure: the case as a fixture and, when outputs were judged, them as its candidate, with
+        the `larc diff` command judging them again (result.json["reproduce"])."""
+        kernel = result.kernel
         fixture, candidate = self._failure_paths(kernel, save_dir)
         judge_cmd = " ".join(["larc", "diff", shlex.quote(fixture), shlex.quote(candidate), "--kernel", shlex.quote(kernel),
                               "--grade", grade] + [a for g in grade_of_list for a in ("--grade-of", g)])
-        rerun = _rerun_command()
-        judged = runs_out and not structural
-        if not judged:
-            result = Result(self, kernel, self._unjudged_json(kernel, errors, deterministic))
+        result.fixture = self.save(fixture, {"subject": kernel, "failure": (result.errors or ["failed"])[0],
+                                             "reproduce": result.json.get("rerun") or judge_cmd, "found_by": found_by})
+        if result._host is not None:
+            self._write_candidate(candidate, result._host, kernel)
+            result.candidate = candidate
+            result.json["reproduce"] = judge_cmd
         else:
-            host = [(n, *_arrays.host_raw(a, self.spec["dtype"])) for n, a in runs_out[0].items()]
-            config = {"kernel": kernel, "grade": grade, "grade_of": grade_of_list, "errors": errors,
-                      "deterministic": deterministic, "reproduce": judge_cmd}
-            if profile is not None:
-                config["against"] = os.fspath(profile)
-            if profile_subject:
-                config["profile_subject"] = profile_subject
-            arr, keep = _native.tensor_array(host)
-            handle = _native.checked(_native.lib().larc_judge(self.handle, arr, len(host), _native.encode(config)))
-            del keep
-            result = Result(self, kernel, _native.take_json(_native.lib().larc_result_json(handle)), handle)
-        result.json["rerun"] = rerun
-        if not result.passed:
-            result.fixture = self.save(fixture, {"subject": kernel, "failure": (result.errors or ["failed"])[0],
-                                                 "reproduce": rerun or judge_cmd, "found_by": "larc (python)"})
-            if judged:
-                self._write_candidate(candidate, host, kernel)
-                result.candidate = candidate
-            else:
-                result.json["reproduce"] = ""  # nothing to judge: the fixture alone replays the inputs
-            result.json["fixture"], result.json["candidate"] = result.fixture, result.candidate
-        else:
-            result.json["reproduce"] = ""  # nothing was saved to judge again
-        _collect(result)
-        return result
+            result.json["reproduce"] = ""  # nothing to judge: the fixture alone replays the inputs
+        result.json["fixture"], result.json["candidate"] = result.fixture, result.candidate
+
+    def _shrink(self, result, evaluate, budget, save_dir, grade, grade_of_list):
+        """Shrinks this case's failure `result` with liblarc's shrinker (larc_shrink: the fuzzer's), which
+        hands each candidate's spec to a callback here: `evaluate(candidate case)` judges the kernel on it.
+        Sets result.shrunk (the smallest failing case's Result, saved as a failure of its own),
+        shrink_path and shrink_evaluations; or shrink_stopped, saying why there is none."""
+        failing = []  # (spec, Result) of each candidate that failed
+        verdict = [None]  # the last verdict's buffer, alive until the next call (larc_shrink_judge)
+        raised = [None]
+
+        def judge(spec_text, _user):
+            # Nothing may unwind through liblarc: every exception is kept and ends the shrink.
+            try:
+                spec = json.loads(spec_text)
+                candidate = Case(dict(spec, origin="shrunk"))
+                candidate.id = "shrunk-" + candidate.id
+                candidate.limits = self.limits
+                r = evaluate(candidate)
+                if not r.passed:
+                    failing.append((spec, r))
+                verdict[0] = ctypes.create_string_buffer(_native.encode(r.json))
+                return ctypes.addressof(verdict[0])
+            except BaseException as e:
+                raised[0] = e
+                return None
+
+        options = {"max_evaluations": budget, "limits": dict(self.limits or {})}
+        out = _native.lib().larc_shrink(_native.encode(result.json), _native.encode(options), _native.SHRINK_JUDGE(judge), None)
+        if not out:
+            e = raised[0]
+            if e is not None and not isinstance(e, Exception):
+                raise e  # KeyboardInterrupt, SystemExit: the user's, not the shrink's
+            result.shrink_stopped = (_raised("shrinking the failure", e) if e is not None
+                                     else _native.lib().larc_last_error().decode())
+            result.json["shrink"] = {"stopped": result.shrink_stopped}
+            return
+        answer = _native.take_json(out)
+        result.shrink_path, result.shrink_evaluations = answer["path"], answer["evaluations"]
+        result.json["shrink"] = {"path": result.shrink_path, "evaluations": result.shrink_evaluations,
+                                 "reductions": _reductions([result.json] + result.shrink_path)}
+        if not result.shrink_path:
+            return
+        shrunk = next(r for spec, r in failing if spec == result.shrink_path[-1])
+        shrunk.json["rerun"] = ""
+        shrunk.case._save_failure(shrunk, save_dir, grade, grade_of_list, f"larc (python): shrunk from {self.id}")
+        shrunk.json["rerun"] = _shrunk_rerun(shrunk)
+        result.shrunk = shrunk
+        result.json["shrunk"] = shrunk.json
 
     # --- the pieces of run() ---------------------------------------------------------------------
 
@@ -600,16 +740,16 @@ class Case:
         stem = re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{kernel}_{self.spec['mechanism']}_{self.id}")
         return os.path.join(directory, stem + ".safetensors"), os.path.join(directory, stem + ".candidate.safetensors")
 
-    def _write_candidate(self, path, host, kernel):
+    def _write_candidate(self, path, host, kernel, metadata=None):
         arr, keep = _native.tensor_array(host)
-        meta = {"kernel": kernel, "mechanism": self.spec["mechanism"], "case": self.id}
+        meta = {"kernel": kernel, "mechanism": self.spec["mechanism"], "case": self.id} | dict(metadata or {})
         _native.check_status(_native.lib().larc_candidate_write(os.fspath(path).encode(), arr, len(host), _native.encode(meta)))
         del keep
 
     def _unjudged_json(self, kernel, errors, deterministic):
         s = self.spec
         return {"kernel": kernel, "mechanism": s["mechanism"], "dtype": s["dtype"], "shape": s["shape"], "seed": s["seed"],
-                "knobs": s["knobs"], "origin": s["origin"], "pass": False, "deterministic": deterministic, "errors": errors,
+                "knobs": self.info["knobs"], "origin": s["origin"], "pass": False, "deterministic": deterministic, "errors": errors,
                 "outputs": [], "worst_ratio": None, "reproduce": "", "oracle_method": ""}
 
 
@@ -655,6 +795,7 @@ def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None
     out, seen, n_random = [], set(), 0
     for spec in planned:
         case = Case(spec)
+        case.limits = dict(limits or {})
         if spec["origin"] == "random":
             case.id = f"random{n_random}-{case.id}"
             n_random += 1
@@ -668,15 +809,16 @@ def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None
 
 
 def gate(fn, mechanism, dtype="fp32", shape=DEFAULT_SHAPE, seed=1, knobs=None, grade="fp32", device=None, runs=2,
-         grade_of=None, kernel=None, save_dir=None, profile=None, grad=False):
+         grade_of=None, kernel=None, save_dir=None, profile=None, grad=False, shrink=None):
     """Generates one case, runs `fn` on it and judges it; raises GateFailure (an AssertionError) with
-    the worst timesteps, each output's ratio at its grade, the saved fixture and the replay command.
+    the worst timesteps, each output's ratio at its grade, the saved fixture and the replay command,
+    then the same for the smallest case that still fails (shrink: Case.run).
     grad=True: the gradient case (the mechanism's gradient twin's; Case.run says what fn is then)."""
     _require(callable(fn), "fn", f"expected a callable, got {type(fn).__name__}")
     _require(isinstance(grad, bool), "grad", f"expected True or False, got {grad!r}")
     case = Case.prepare(_twin_of(mechanism) if grad else mechanism, dtype=dtype, shape=shape, seed=seed, knobs=knobs)
     return case.gate(fn, device=device, grade=grade, grade_of=grade_of, runs=runs, kernel=kernel, save_dir=save_dir,
-                     profile=profile)
+                     profile=profile, shrink=shrink)
 
 
 def _bf16_bits(values):

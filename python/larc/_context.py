@@ -5,4 +5,6 @@ current = {
     "rerun_options": "",    # the pytest options that bring its case back alone
     "save_dir": None,       # --larc-save
     "results": None,        # a list collecting every verdict reached in the test
+    "shrink": None,         # --larc-shrink: candidates judged when shrinking a failure (None: the default)
+    "replay_test": None,    # the running test's node id without its case, when it takes larc_case
 }

@@ -39,6 +39,10 @@ class SharedLibrary:
         return self._lib
 
 
+# larc_shrink_judge: a candidate's spec (JSON) -> its verdict (result JSON; NULL: none, the shrink stops).
+SHRINK_JUDGE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+
+
 class Tensor(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_char_p), ("ndim", ctypes.c_int32),
                 ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p), ("nbytes", ctypes.c_uint64)]
@@ -66,6 +70,7 @@ def _declare(l):
             ("larc_case_read_fixture", P, [S]), ("larc_case_write_fixture", ctypes.c_int, [P, S, S]),
             ("larc_case_json", P, [P]), ("larc_case_tensor", ctypes.c_int, [P, S, T]), ("larc_case_free", None, [P]),
             ("larc_judge", P, [P, T, N, S]), ("larc_result_json", P, [P]), ("larc_result_free", None, [P]),
+            ("larc_shrink", P, [S, S, SHRINK_JUDGE, P]),
             ("larc_profile_record", ctypes.c_int, [ctypes.POINTER(P), N, S]),
             ("larc_candidate_write", ctypes.c_int, [S, T, N, S])]:
         f = getattr(l, name)

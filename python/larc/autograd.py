@@ -2,7 +2,7 @@
 (docs/gate.md "Gradient cases"): L = sum(do * o) + sum(dht * final_state), differentiated with respect
 to the forward's inputs, each gradient named as the twin names it (q -> dq, initial_state -> dh0, ...).
 
-Shared by larc's gate (grad=True, python/larc/_case.py) and tools/fla_diff.py; it needs torch alone
+Used by larc's gate (grad=True, python/larc/_case.py); it needs torch alone
 (neither numpy nor the native library), and torch is imported by the caller's tensors, not here."""
 
 # A forward input -> the gradient twin's output holding its gradient.

@@ -9,7 +9,8 @@
         larc_case.gate(my_gdn, device="cuda")
 
 `pytest --larc` parametrises every larc-marked test over larc's cases (ids like bf16-1x256x2x64x64-s1,
-random3-..., fixture:NAME); without --larc those tests skip. Every verdict reached inside a test (the
+random3-..., fixture:NAME); without --larc those tests skip. A failure is shrunk to the smallest case
+that still fails (--larc-shrink N bounds the candidates judged; 0 turns it off). Every verdict reached inside a test (the
 marker's cases and direct larc.gate/larc.check calls alike) lands in the test's JUnit properties (seed,
 verdict, worst_ratio, reproduce, fixture) and in --larc-json. Loading it imports nothing heavy: numpy
 and liblarc load when the first case is planned.
@@ -38,6 +39,9 @@ def pytest_addoption(parser):
                 help="replay the larc fixtures in PATH (files or folders; repeatable) instead of the grid and random cases")
     g.addoption("--larc-save", metavar="DIR", default=None, help="where failing cases are saved (default .larc/failures)")
     g.addoption("--larc-json", metavar="FILE", default=None, help="write every verdict as JSON (the gate's result schema)")
+    g.addoption("--larc-shrink", type=int, default=None, metavar="N",
+                help="shrink each failure to the smallest case that still fails, judging at most N candidates "
+                     "(default 200; 0: no shrinking)")
 
 
 def pytest_configure(config):
@@ -111,7 +115,9 @@ def pytest_runtest_call(item):
     case = params.get("larc_case") if params else None
     saved = dict(_context.current)
     _context.current.update(nodeid=item.nodeid, rerun_options=_rerun_options(item.config, case),
-                            save_dir=item.config.getoption("larc_save"), results=[])
+                            save_dir=item.config.getoption("larc_save"), results=[],
+                            shrink=item.config.getoption("larc_shrink"),
+                            replay_test=item.nodeid.split("[")[0] if case is not None else None)
     try:
         yield
     finally:
@@ -124,9 +130,12 @@ def _record(item, results):
     for i, r in enumerate(results):
         suffix = "" if len(results) == 1 else f".{i}"
         j = r.json
+        shrunk = j.get("shrunk", {})
         for key, value in (("seed", j["seed"]), ("verdict", "pass" if j["pass"] else "fail"),
                            ("worst_ratio", j.get("worst_ratio")), ("reproduce", j.get("rerun")),
-                           ("judge", j.get("reproduce")), ("fixture", j.get("fixture"))):
+                           ("judge", j.get("reproduce")), ("fixture", j.get("fixture")),
+                           ("shrunk", shrunk.get("shape")), ("shrunk_fixture", shrunk.get("fixture")),
+                           ("shrunk_reproduce", shrunk.get("rerun"))):
             if value not in (None, ""):
                 item.user_properties.append((f"larc.{key}{suffix}", value))
         item.config.stash[RESULTS].append(dict(j, test=item.nodeid))
@@ -153,3 +162,6 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_sep("-", f"larc: {len(results)} verdicts, {len(failed)} failed")
     for r in failed:
         terminalreporter.write_line(f"{r['test']}: saved {r.get('fixture')}; judge again: {r.get('reproduce') or '-'}")
+        if "shrunk" in r:
+            s = r["shrunk"]
+            terminalreporter.write_line(f"  shrunk to [{s['shape']}]: saved {s.get('fixture')}; rerun: {s.get('rerun')}")

@@ -15,6 +15,9 @@ def gdn(q, k, v, g, beta, scale, initial_state=None, defect=None):
     if defect == "wrong_offset":  # the second sequence reads the first one's keys (a batch stride of 0)
         k = k.copy()
         k[1:] = k[0]
+    if defect == "shared_beta":  # every head takes the first head's beta (a head stride of 0)
+        beta = beta.copy()
+        beta[:, :, 1:] = beta[:, :, :1]
     S = np.zeros((B, H, K, V), f32) if initial_state is None else np.array(initial_state, dtype=f32)
     o = np.empty((B, T, H, V), f32)
     for t in range(T):

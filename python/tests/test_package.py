@@ -276,3 +276,80 @@ def test_fla_qk_l2norm_names_call_fla_with_use_qk_l2norm_in_kernel(monkeypatch):
     assert fla_diff.functions_of("deltanet-qk-l2norm-backward") == ["chunk_delta_rule_qk_l2norm"]
     for mechanism, functions in fla_diff.FLA_FUNCTIONS_OF_MECHANISM.items():
         assert all(fla.FUNCTIONS[f][0] == mechanism for f in functions), mechanism
+
+
+STAND_IN_GDN = '''"""A stand-in for FLA's gated delta rules: the numpy GDN of the tests, with the defect FLA_STAND_IN_DEFECTS
+names for a function ("fused_recurrent_gated_delta_rule=dropped_carry")."""
+import os
+from numpy_gdn import gdn
+
+DEFECTS = dict(d.split("=") for d in os.environ.get("FLA_STAND_IN_DEFECTS", "").split(",") if d)
+
+
+def chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state=None, output_final_state=True):
+    return gdn(q, k, v, g, beta, scale, initial_state, DEFECTS.get("chunk_gated_delta_rule"))
+
+
+def fused_recurrent_gated_delta_rule(q, k, v, g, beta, scale, initial_state=None, output_final_state=True):
+    return gdn(q, k, v, g, beta, scale, initial_state, DEFECTS.get("fused_recurrent_gated_delta_rule"))
+'''
+NO_STAND_IN = '''def __getattr__(name):
+    def missing(*args, **kwargs):
+        raise NotImplementedError(f"{name}: no stand-in")
+    return missing
+'''
+
+
+def run_fla_diff(tmp_path, defects=""):
+    """tools/fla_diff.py with a numpy stand-in for FLA (--device none) on two fp32 GDN fixtures and one of a
+    mechanism FLA has no function for; returns (exit code, output, report)."""
+    stand_in = tmp_path / "stand_in"
+    for module, text in [("fla/__init__.py", "__version__ = 'stand-in'\n"), ("fla/ops/__init__.py", ""),
+                         ("fla/ops/gated_delta_rule.py", STAND_IN_GDN), ("fla/ops/delta_rule.py", NO_STAND_IN),
+                         ("fla/ops/gla.py", NO_STAND_IN), ("fla/ops/log_linear_attn.py", NO_STAND_IN)]:
+        (stand_in / module).parent.mkdir(parents=True, exist_ok=True)
+        (stand_in / module).write_text(text)
+    fixtures = tmp_path / "fixtures"
+    if not fixtures.exists():
+        for name, mechanism, knobs in [("gdn_h0_fp32", "gdn", {"initial_state": 2}), ("gdn_fp32", "gdn", None),
+                                       ("kla_fp32", "kla", None)]:
+            larc.Case.prepare(mechanism, shape=SHAPE, seed=2, knobs=knobs).save(fixtures / f"{name}.safetensors")
+    from larc import _native
+    env = dict(os.environ, PYTHONPATH=f"{stand_in}{os.pathsep}{Path(__file__).parent}", LARC_LIBRARY=_native.library_path(),
+               FLA_STAND_IN_DEFECTS=defects)
+    out, report = tmp_path / ("fla_" + (defects or "honest").replace("=", "_")), tmp_path / "report.md"
+    tool = Path(__file__).resolve().parents[2] / "tools" / "fla_diff.py"
+    run = subprocess.run([sys.executable, str(tool), str(fixtures), "--out", str(out), "--device", "none", "--report",
+                          str(report)], capture_output=True, text=True, env=env)
+    return run.returncode, run.stdout + run.stderr, report.read_text() if report.exists() else "", out
+
+
+def test_fla_diff_judges_honest_stand_ins_in_process(tmp_path):
+    rc, output, report, out = run_fla_diff(tmp_path)
+    assert rc == 0, output
+    assert output.splitlines()[-1].startswith("PASS: 5 fixtures, FLA ran on 4, larc: 4 pass, 0 violations, 0 errors")
+    assert "kla_fp32.safetensors: skipped: no FLA counterpart run here for mechanism 'kla'" in output
+    assert "| gdn_h0_fp32.safetensors | fused_recurrent_gated_delta_rule | o (fp32) |" in report
+    # Every judged run's outputs are a candidate `larc diff` judges again; nothing failed, nothing saved.
+    assert len(list(out.glob("*.safetensors"))) == 4 and not (out / "failures").exists()
+
+
+def test_fla_diff_names_the_output_a_defective_stand_in_breaks(tmp_path):
+    rc, output, report, out = run_fla_diff(tmp_path, "fused_recurrent_gated_delta_rule=dropped_carry")
+    assert rc == 1, output
+    assert output.splitlines()[-1].startswith("FAIL: 5 fixtures, FLA ran on 4, larc: 2 pass, 2 violations, 0 errors")
+    assert "gdn_fp32.safetensors: chunk_gated_delta_rule: o fp32 [1, 100, 2, 16], final_state fp32 [1, 2, 16, 16]; " \
+           "two runs bitwise equal -> larc: pass" in output
+    lines = [line for line in report.splitlines() if line.startswith("| gdn_fp32.safetensors | fused_recurrent")]
+    assert any(line.startswith("| gdn_fp32.safetensors | fused_recurrent_gated_delta_rule | o (fp32) |")
+               and line.endswith("| **violation** |") for line in lines), lines
+    assert "first: timestep 64" in report
+    # The failure is saved with its candidate; `larc diff` replays the verdict from the written candidate.
+    failures = sorted((out / "failures").glob("*.candidate.safetensors"))
+    assert len(failures) == 2, output
+    program = os.environ.get("LARC_PROGRAM")
+    if program and os.access(program, os.X_OK):
+        candidate = out / "gdn_fp32.fused_recurrent_gated_delta_rule.safetensors"
+        run = subprocess.run([program, "diff", str(tmp_path / "fixtures" / "gdn_fp32.safetensors"), str(candidate)],
+                             capture_output=True, text=True)
+        assert run.returncode == 1 and "o: FAIL" in run.stdout, run.stdout + run.stderr

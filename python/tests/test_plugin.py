@@ -1,7 +1,7 @@
 """The pytest plugin, run through pytester: marked tests skip without --larc and run larc's cases with
-readable ids with it; a failing kernel's case fails with the figures, is saved under --larc-save and
-replays with --larc-replay; JUnit properties and --larc-json carry each case's seed, verdict, worst
-ratio and reproduce command."""
+readable ids with it; a failing kernel's case fails with the figures, is shrunk, is saved under
+--larc-save and replays with --larc-replay, the shrunk case alone by its rerun command; JUnit
+properties and --larc-json carry each case's seed, verdict, worst ratio and reproduce command."""
 import json
 import pathlib
 import xml.etree.ElementTree as ET
@@ -54,8 +54,9 @@ def test_larc_runs_cases_saves_failures_and_reports_them(project):
                                  "*worst timesteps*", "*saved:*failures*", "*reproduce:   larc diff *",
                                  "*rerun:       pytest *test_dropped_carry?fp32-1x100x2x16x16-s1?? --larc*",
                                  "*larc: 2 verdicts, 1 failed*"])
+    # The failure and the case it shrank to, each a fixture and a candidate.
     fixtures = sorted(saved.glob("*.safetensors"))
-    assert len(fixtures) == 2 and any(f.name.endswith(".candidate.safetensors") for f in fixtures)
+    assert len(fixtures) == 4 and sum(f.name.endswith(".candidate.safetensors") for f in fixtures) == 2
 
     props = {tc.get("name"): {p.get("name"): p.get("value") for p in tc.iter("property")}
              for tc in ET.parse(project.path / "junit.xml").getroot().iter("testcase")}
@@ -63,6 +64,8 @@ def test_larc_runs_cases_saves_failures_and_reports_them(project):
     assert failed["larc.seed"] == "1" and failed["larc.verdict"] == "fail" and float(failed["larc.worst_ratio"]) > 1
     assert failed["larc.reproduce"].startswith("pytest ") and failed["larc.judge"].startswith("larc diff ")
     assert failed["larc.fixture"].startswith(str(saved))
+    assert failed["larc.shrunk"] == "1,65,1,1,1" and failed["larc.shrunk_fixture"].startswith(str(saved))
+    assert failed["larc.shrunk_reproduce"].startswith("pytest ")
     assert props["test_honest[fp32-1x100x2x16x16-s1]"]["larc.verdict"] == "pass"
 
     report = json.loads((project.path / "larc.json").read_text())
@@ -70,5 +73,22 @@ def test_larc_runs_cases_saves_failures_and_reports_them(project):
     assert report["results"][1]["outputs"][0]["worst_timesteps"]
 
     replay = run(project, "--larc", f"--larc-replay={saved}", "-k", "test_dropped_carry", f"--larc-save={project.path / 'again'}")
-    replay.assert_outcomes(failed=1)
+    replay.assert_outcomes(failed=2)
     replay.stdout.fnmatch_lines(["*test_dropped_carry?fixture:*", "*first: timestep 64: error*"])
+
+
+def test_a_failure_is_shrunk_and_its_rerun_command_runs_the_shrunk_case_alone(project):
+    saved = project.path / "failures"
+    result = run(project, "--larc", f"--larc-save={saved}", "-k", "test_dropped_carry")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*shrunk: * reductions (* cases run): T 100->99->*->65; H 2->1; K 16->1; V 16->1",
+                                 "*larc: gdn fp32 [[]1,65,1,1,1] seed 1 (shrunk) -- FAIL*",
+                                 "*rerun:       pytest *test_dropped_carry?fixture:*shrunk-fp32-1x65x1x1x1-s1?? --larc "
+                                 "--larc-replay *shrunk-fp32-1x65x1x1x1-s1.safetensors",
+                                 "*shrunk to [[]1,65,1,1,1]: saved *"])
+    rerun = next(line for line in result.stdout.lines if "rerun:       pytest" in line and "--larc-replay" in line)
+    node, *options = rerun.split("rerun:       pytest ", 1)[1].split(" ")
+    again = run(project, node.strip("'"), *options, "--larc-shrink", "0", f"--larc-save={project.path / 'again'}")
+    again.assert_outcomes(failed=1)  # the shrunk case alone, still failing, and not shrunk again
+    again.stdout.fnmatch_lines(["*larc: gdn fp32 [[]1,65,1,1,1] seed 1 * -- FAIL*", "*first: timestep 64: error*"])
+    assert "shrunk:" not in again.stdout.str()

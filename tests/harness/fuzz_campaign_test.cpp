@@ -170,6 +170,11 @@ TEST(FuzzCampaign, PlantedFailureIsFoundAndShrunkToItsSmallestFailingCase) {
     EXPECT_EQ(s.shape, (Shape{1, 3, 1, 1, 1})) << "from " << fc.result.spec.shape.str();
     EXPECT_EQ(s.knobs, find_mechanism("gdn").resolve_knobs({})) << "knobs moved to their defaults";
     EXPECT_EQ(s.seed, fc.result.spec.seed);
+    // The path holds each accepted reduction; it ends at the shrunk case.
+    ASSERT_EQ(fc.shrink->path.size(), static_cast<std::size_t>(fc.shrink->steps));
+    if (!fc.shrink->path.empty()) {
+      EXPECT_EQ(fc.shrink->path.back().reproduce(), s.reproduce());
+    }
     EXPECT_FALSE(fc.fixture.empty());
     // The shrunk case reproduces from its spec alone.
     EXPECT_FALSE(run_case(s).pass);

@@ -28,6 +28,8 @@ mkdir -p "$out" /tmp/bin
 tar -xJf .h200bin/bundle.tar.xz -C /tmp/bin || exit 2
 export LARC_TREE_HASH=$(cat .h200bin/tree_hash)
 B=/tmp/bin
+# The bundle's liblarc.so, which tools/fla_diff.py judges FLA's outputs with (the larc package in-process).
+export LARC_LIBRARY=$B/python/larc/liblarc.so
 jobs=$(( $(nproc) - 1 ))
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
 # Every GPU kernel (registered as *-fused-recurrent* or *-chunked*), or those matching the extended
@@ -139,7 +141,7 @@ accuracy|full|perf)
   done
   wait
   # FLA's chunk kernel on bf16 and fp16 (on fp32 inputs it computes in TF32: ../shared/anchors/README.md),
-  # by tools/fla_diff.py; each candidate judged by larc diff with a JSON report.
+  # by tools/fla_diff.py, whose candidates larc diff judges again here for its JSON report.
   PYTHONPATH=/tmp/site timeout 100 python3 tools/fla_diff.py "$acc"/fixtures/gdn_bf16_*.safetensors \
     "$acc"/fixtures/gdn_fp16_*.safetensors --out "$acc/fla" > "$out/accuracy/fla.txt" 2>&1
   echo "fla outputs: exit $?"

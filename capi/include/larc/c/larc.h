@@ -86,6 +86,27 @@ LARC_C_API larc_result* larc_judge(const larc_case* c, const larc_tensor* output
 LARC_C_API char* larc_result_json(const larc_result* r);
 LARC_C_API void larc_result_free(larc_result* r);
 
+/* Judges a kernel on a candidate case while larc_shrink shrinks a failure: gets the candidate's spec
+ * ({"mechanism", "dtype", "shape", "seed", "knobs", "origin"}: larc_case_prepare's), runs the kernel on
+ * it and returns the verdict as the gate's result JSON (larc_result_json's; for a case the kernel could
+ * not be judged on, one with "pass": false, "outputs": [] and the "errors"). The string is the caller's
+ * and must stay valid until the callback is called again or larc_shrink returns. NULL gives no verdict:
+ * the shrink stops there and larc_shrink fails. The callback must return: nothing may unwind through
+ * it (catch every exception of the caller's language inside it). */
+typedef const char* (*larc_shrink_judge)(const char* spec_json, void* user);
+
+/* Shrinks a failing case with the fuzzer's shrinker (harness/fuzz.h shrink_failure): from failing_json
+ * (the failure's result JSON, as larc_shrink_judge returns them) it tries T -> 1, T/2, T - 1, then B, H,
+ * K, V the same way, then each knob toward its default, judging each candidate through `judge(spec,
+ * user)`, and moves to the first that still fails with a failure kind of the original's (a kernel that
+ * raises on a smaller case does not count as failing it like a tolerance violation does); until no
+ * candidate does. options: {"max_evaluations": N (candidates judged at most; 200), "limits": the
+ * kernel's shape limits (larc_plan_json's), which every candidate satisfies}. Returns {"path": [the spec
+ * of each accepted reduction, in order; the last is the shrunk case, none when nothing smaller fails],
+ * "evaluations": N}; NULL when an argument is wrong or the callback gave no verdict (larc_last_error
+ * names the candidate). */
+LARC_C_API char* larc_shrink(const char* failing_json, const char* options_json, larc_shrink_judge judge, void* user);
+
 /* Writes an accuracy-regression profile of the results (docs/gate.md). */
 LARC_C_API int larc_profile_record(const larc_result* const* results, size_t n, const char* path);
 

@@ -67,13 +67,18 @@ struct ShrinkOutcome {
   CaseResult shrunk;   // the smallest failing case found (the original when nothing smaller fails)
   int steps = 0;       // accepted reductions
   int evaluations = 0; // cases run while shrinking
+  std::vector<CaseSpec> path;  // the case each accepted reduction moved to, in order (steps of them)
 };
 
 // Shrinks a failing case: repeatedly tries, in a fixed order, T → 1, T/2, T − 1, then the same for
-// B, H, K, V, then each knob → its default and halfway to it, and keeps the first candidate that
-// still fails with a failure kind of the original; stops when none does or after `max_evaluations`.
-// Deterministic. `run` judges a case (run_case by default; tests pass their own).
+// B, H, K, V (each a shape `limits` accepts), then each knob → its default and halfway to it, and
+// keeps the first candidate that still fails with a failure kind of the original; stops when none
+// does or after `max_evaluations`. Deterministic. `run` judges a case (run_case by default; tests
+// and the C interface, whose caller runs the kernel, pass their own).
 using CaseJudge = std::function<CaseResult(const CaseSpec&)>;
+ShrinkOutcome shrink_failure(const CaseResult& failing, const ShapeLimits& limits, int max_evaluations = 200,
+                             const CaseJudge& run = {});
+// The same within the limits of the failing case's subject (a registered one).
 ShrinkOutcome shrink_failure(const CaseResult& failing, int max_evaluations = 200, const CaseJudge& run = {});
 
 // --- the campaign -------------------------------------------------------------------------------

@@ -58,6 +58,10 @@ std::map<std::string, double> recorded_scores(const nlohmann::json& report);
 // campaign, tree hash or shard count, a shard given twice or missing.
 nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const std::vector<std::string>& names);
 
+// A case result rebuilt from its result_json (gate.h): the spec, the verdict, the errors and each
+// output's judgement figures (what failure_kinds and the report writers read; not the per-grade
+// figures). Throws nlohmann::json's exceptions on a missing or mistyped key.
+CaseResult result_of_json(const nlohmann::json& result);
 // The case results of a report, rebuilt from its JSON (for the gate's JUnit and Markdown writers).
 std::vector<CaseResult> results_of_report(const nlohmann::json& report);
 
