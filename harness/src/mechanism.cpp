@@ -1,6 +1,5 @@
 #include "larc/harness/mechanism.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -236,25 +235,6 @@ const Mechanism& find_mechanism(std::string_view name) {
     known += (known.empty() ? "" : ", ") + m.name;
   }
   throw std::invalid_argument("mechanism: unknown '" + std::string(name) + "' (known: " + known + ")");
-}
-
-void reverse_key_axes(const std::vector<TensorSpec>& specs, ValueMap& values) {
-  for (const TensorSpec& spec : specs) {
-    const auto v = values.find(spec.name);
-    if (v == values.end()) continue;
-    ref::Tensor<double>& x = v->second;
-    for (std::size_t axis = 0; axis < spec.dims.size(); ++axis) {
-      if (spec.dims[axis] != 'K') continue;
-      std::int64_t outer = 1, inner = 1;
-      for (std::size_t i = 0; i < axis; ++i) outer *= x.dim(i);
-      for (std::size_t i = axis + 1; i < x.shape.size(); ++i) inner *= x.dim(i);
-      const std::int64_t n = x.dim(axis);
-      for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t j = 0; j < n / 2; ++j)
-          std::swap_ranges(x.data.begin() + (o * n + j) * inner, x.data.begin() + (o * n + j + 1) * inner,
-                           x.data.begin() + (o * n + n - 1 - j) * inner);
-    }
-  }
 }
 
 }  // namespace larc::harness

@@ -63,18 +63,6 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
     baselines.push_back(baseline_values(m, p, [&](TensorMap& out) { detail::run_reference_in_float(m, form, p.inputs, out); }));
     baseline_forms.push_back(ref::form_name(form));
   }
-  {  // the serial form with every sum over the key features in the opposite order (reverse_key_axes)
-    ValueMap reversed = decode_all(p.inputs);
-    reverse_key_axes(m.inputs, reversed);
-    TensorMap reversed_inputs;
-    for (const auto& [name, t] : p.inputs) reversed_inputs.emplace(name, TypedTensor::encode(t.dtype(), reversed.at(name)));
-    ValueMap b = baseline_values(m, p, [&](TensorMap& out) {
-      detail::run_reference_in_float(m, ref::Form::serial, reversed_inputs, out);
-    });
-    reverse_key_axes(m.outputs, b);
-    baselines.push_back(std::move(b));
-    baseline_forms.push_back("serial, key features reversed");
-  }
   std::vector<std::pair<Grade, ValueMap>> io_baselines;  // one per relaxed grade of the dtype
   if (m.compute_io)
     for (Grade g : relaxed_grades_for(p.spec.dtype))

@@ -262,27 +262,3 @@ TEST(OutsideRange, ACaseWhoseOracleOverflowsItsDtypeIsSkippedNotFailed) {
   }
 }
 
-
-// The tolerance policy's key-reversed baseline (runner.cpp) rests on this: every mechanism and gradient
-// twin, with a random initial state where it takes one, computes the same outputs (up to float64
-// rounding) from inputs whose key-feature axes are reversed, once its outputs' K axes are reversed back.
-TEST(KeyFeatureOrder, EveryMechanismIsInvariantUnderReversingTheKeyFeatures) {
-  for (const h::Mechanism& m : h::mechanisms()) {
-    const h::Shape s{2, 9, 3, 5, 4};
-    h::KnobValues knobs = m.resolve_knobs({});
-    if (knobs.count("initial_state")) knobs["initial_state"] = 2;
-    h::ValueMap in = m.generate(s, 5, knobs);
-    const h::ValueMap out = m.compute(in, h::Precision::f64, larc::ref::Form::serial, 0);
-    h::reverse_key_axes(m.inputs, in);
-    h::ValueMap again = m.compute(in, h::Precision::f64, larc::ref::Form::serial, 0);
-    h::reverse_key_axes(m.outputs, again);
-    for (const auto& [name, o] : out) {
-      double scale = 0, worst = 0;
-      for (std::size_t i = 0; i < o.data.size(); ++i) {
-        scale = std::max(scale, std::fabs(o.data[i]));
-        worst = std::max(worst, std::fabs(o.data[i] - again.at(name).data[i]));
-      }
-      EXPECT_LE(worst, 1e-10 * (1 + scale)) << m.name << " " << name;
-    }
-  }
-}

@@ -137,11 +137,4 @@ const std::vector<Mechanism>& mechanisms();
 // Throws std::invalid_argument listing the known names when `name` is not registered.
 const Mechanism& find_mechanism(std::string_view name);
 
-// Reverses every key-feature axis (dims letter 'K') of the tensors in `values` that `specs` name. Every
-// mechanism is invariant under one permutation of its key features applied to all its K axes at once
-// (test KeyFeatureOrder.EveryMechanismIsInvariantUnderReversingTheKeyFeatures), so a computation on
-// reversed inputs, its outputs reversed back, is the same problem with every sum over K in the opposite
-// order: one more honest float order for the tolerance policy's baselines (runner.cpp).
-void reverse_key_axes(const std::vector<TensorSpec>& specs, ValueMap& values);
-
 }  // namespace larc::harness
