@@ -3,7 +3,8 @@
 // every case whose scale_factor is not 1 and passes the others; subjects that take no scale are not
 // planned for such cases; a kernel that maps value heads to the wrong query/key heads fails the grouped
 // cases; a kernel that loses part of an initial state (la-ratio's normaliser, VLA's memory, CCQ's memory,
-// key statistics or key count) fails the cases that have one; the reference's own forms pass all of them.
+// key statistics or key count, HLA's summaries or its cross summary) fails the cases that have one; the
+// reference's own forms pass all of them; subjects that take no initial state are not planned for them.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -153,6 +154,88 @@ TEST(InitialStates, TheRatioReadVlaAndCcqTakeThemAndAKernelThatLosesPartOfOneFai
         EXPECT_TRUE(h::run_subject(random, s).pass) << d.mechanism << " " << s.name;
       }
     }
+  }
+}
+
+// HLA's initial summaries (mechanisms_hla.cpp): a kernel that drops them all, or reads the cross summary
+// G_0 (AHLA: E_0) as 0, fails the cases with a random one at more than 10× the tolerance on o (the gradient
+// twin: on its first gradient) and passes the others; the reference's forms pass both.
+TEST(InitialStates, HlaTakesItsSummariesAndAKernelThatLosesPartOfThemFails) {
+  struct Defect {
+    const char* name;
+    const char* mechanism;
+    std::vector<std::string> inputs;  // erased, or zeroed
+    bool zero;
+  };
+  const std::vector<std::string> second = {"initial_key_moment", "initial_query_values", "initial_cross"};
+  std::vector<std::string> normalized = second;
+  normalized.insert(normalized.end(), {"initial_query_sum", "initial_cross_sum"});
+  const std::vector<std::string> ahla = {"initial_key_values", "initial_cross"};
+  const Defect defects[] = {
+      {"drops-initial-summaries", "hla", second, false},
+      {"drops-initial-summaries", "hla-normalized", normalized, false},
+      {"drops-initial-summaries", "ahla", ahla, false},
+      {"drops-initial-summaries", "hla-backward", second, false},
+      {"drops-initial-summaries", "ahla-backward", ahla, false},
+      {"zero-initial-cross", "hla", {"initial_cross"}, true},
+      {"zero-initial-cross", "hla-normalized", {"initial_cross"}, true},
+      {"zero-initial-cross", "ahla", {"initial_cross"}, true},
+  };
+  for (const Defect& d : defects) {
+    larc_test::register_edited({.name = d.name, .mechanism = d.mechanism, .edit = [d](h::ValueMap& v) {
+                                  for (const std::string& n : d.inputs) {
+                                    if (!v.count(n)) continue;
+                                    if (d.zero) v.at(n) = larc::ref::Tensor<double>(v.at(n).shape);
+                                    else v.erase(n);
+                                  }
+                                }});
+    const h::Subject& defective = h::find_subject(d.name, d.mechanism);
+    for (Dtype dtype : {Dtype::bf16, Dtype::fp32}) {
+      const std::string what = std::string(d.mechanism) + " " + d.name + " " + std::string(larc::ref::dtype_name(dtype));
+      const h::PreparedCase none = h::prepare_case(case_of(d.mechanism, {{h::kInitialStateKnob, 0}}, dtype));
+      const h::PreparedCase random = h::prepare_case(case_of(d.mechanism, {{h::kInitialStateKnob, 2}}, dtype));
+      for (const std::string& n : d.inputs) {
+        EXPECT_FALSE(none.inputs.count(n)) << what;
+        ASSERT_TRUE(random.inputs.count(n)) << what << " " << n;
+        EXPECT_EQ(random.inputs.at(n).dtype(), Dtype::fp32) << what << " " << n;
+      }
+      EXPECT_TRUE(h::run_subject(none, defective).pass) << what;
+      const h::CaseResult r = h::run_subject(random, defective);
+      EXPECT_FALSE(r.pass) << what;
+      EXPECT_GT(r.main_output()->worst_ratio, 10) << what;
+      RecordProperty(std::string(d.mechanism) + "_" + d.name + "_" + std::string(larc::ref::dtype_name(dtype)) + "_worst_ratio",
+                     std::to_string(r.main_output()->worst_ratio));
+      for (const h::Subject& s : h::subjects()) {
+        if (s.mechanism == d.mechanism && s.name.rfind("ref-", 0) == 0) {
+          EXPECT_TRUE(h::run_subject(random, s).pass) << what << ": " << s.name;
+        }
+      }
+    }
+  }
+}
+
+// A subject that takes no initial state (larc's HLA kernels: ShapeLimits::initial_state = false) is not
+// planned for the HLA cases that have one; the random cases draw them.
+TEST(InitialStates, HlaSubjectsThatTakeNoneAreNotPlannedForCasesWithOne) {
+  for (const char* mechanism : {"hla", "ahla-backward"}) {
+    larc_test::register_edited({.name = "takes-no-initial-state", .mechanism = mechanism, .edit = [](h::ValueMap&) {},
+                                .takes_initial_state = false});
+    h::GateOptions o;
+    o.subjects = {"takes-no-initial-state", "ref-serial-f32"};
+    o.mechanisms = {mechanism};
+    o.grid = false;
+    o.random = 30;
+    bool drawn = false;
+    for (const h::GateGroup& g : h::plan_gate(o).groups) {
+      const double initial = h::find_mechanism(mechanism).resolve_knobs(g.spec.knobs).at(h::kInitialStateKnob);
+      drawn = drawn || initial != 0;
+      for (const h::Subject* s : g.subjects) {
+        if (s->name == "takes-no-initial-state") {
+          EXPECT_EQ(initial, 0) << mechanism;
+        }
+      }
+    }
+    EXPECT_TRUE(drawn) << mechanism << ": the random cases draw the initial state";
   }
 }
 

@@ -216,4 +216,18 @@ TEST(GradientTwins, RawKeyGradientWithoutTheProjectionTermFails) {
                   "dk");
 }
 
+// HLA twins that lose an initial summary's gradient: the normalised read's ∂L/∂h_0 written as zero, and
+// AHLA's ∂L/∂P_0 taken as ∂L/∂E_0 (the two [B,H,K,V] summaries' gradients swapped for one).
+TEST(GradientTwins, HlaInitialSummaryGradientsThatAreLostFail) {
+  expect_fails_on(planted(h::find_mechanism("hla-normalized-backward"),
+                          [](const h::ValueMap&, h::ValueMap& g) {
+                            ref::Tensor<double>& d = g.at("dinitial_cross_sum");
+                            d = ref::Tensor<double>(d.shape);
+                          }),
+                  "dinitial_cross_sum");
+  expect_fails_on(planted(h::find_mechanism("ahla-backward"),
+                          [](const h::ValueMap&, h::ValueMap& g) { g.at("dinitial_key_values") = g.at("dinitial_cross"); }),
+                  "dinitial_key_values");
+}
+
 }  // namespace

@@ -5,7 +5,7 @@
 //     ⟨do, ȯ⟩ + ⟨dden, ḋen⟩      (J·δ from the serial form over Dual<S>)
 //   = Σ_x ⟨∇_x L, δx⟩           (∇L = Jᵀ·(do, dden) from the backward verb)
 //
-// for a tangent δ of every input (q, k, v, γ).
+// for a tangent δ of every input (q, k, v, γ, and the initial summaries when the problem has them).
 #pragma once
 
 #include <cstdint>
@@ -92,9 +92,28 @@ inline hla::Problem<rational> make_hla_rational_problem(const HlaShape& s, std::
   return p;
 }
 
-// A tangent of (q, k, v, γ) has the gradients' shapes.
+// Random rational initial summaries of recurrence r's family (d×d and d×w, w = value_width).
+inline void add_initial_summaries(HlaRecurrence r, hla::Problem<rational>& p, std::uint64_t seed) {
+  larc::proofs::RationalSource src(seed, 9, 8);
+  const Eigen::Index d = p.dk(), w = hla::value_width(p.opt, p.dv());
+  if (r == HlaRecurrence::ahla) p.ahla_initial = hla::AhlaMemory<rational>{src.matrix(d, w), src.matrix(d, w)};
+  else p.second_order_initial = hla::SecondOrderMemory<rational>{src.matrix(d, d), src.matrix(d, w), src.matrix(d, w)};
+}
+
+// A tangent of (q, k, v, γ, the initial summaries) has the gradients' shapes.
 template <class S>
 using HlaTangent = hla::Gradients<S>;
+
+// A random tangent of p's initial summaries, in the same slots.
+inline void add_initial_tangent(const hla::Problem<rational>& p, HlaTangent<rational>& d, std::uint64_t seed) {
+  larc::proofs::RationalSource src(seed, 9, 8);
+  if (const auto& m = p.second_order_initial)
+    d.d_second_order_initial = hla::SecondOrderMemory<rational>{src.matrix(m->sk.rows(), m->sk.cols()),
+                                                                src.matrix(m->c.rows(), m->c.cols()),
+                                                                src.matrix(m->g.rows(), m->g.cols())};
+  if (const auto& m = p.ahla_initial)
+    d.d_ahla_initial = hla::AhlaMemory<rational>{src.matrix(m->p.rows(), m->p.cols()), src.matrix(m->e.rows(), m->e.cols())};
+}
 
 inline HlaTangent<rational> make_hla_tangent(const HlaShape& s, std::uint64_t seed) {
   larc::proofs::RationalSource src(seed, 9, 8);
@@ -135,8 +154,14 @@ template <class S>
 hla::Result<S> hla_output_tangents(HlaRecurrence r, const hla::Problem<S>& p, const HlaTangent<S>& d) {
   using D = larc::ref::Dual<S>;
   using larc::ref::with_tangent;
-  const hla::Problem<D> pd{with_tangent(p.q, d.dq), with_tangent(p.k, d.dk), with_tangent(p.v, d.dv),
-                           {p.opt.normalized, D(p.opt.eps), D(p.opt.gamma, d.dgamma)}};
+  hla::Problem<D> pd{with_tangent(p.q, d.dq), with_tangent(p.k, d.dk), with_tangent(p.v, d.dv),
+                     {p.opt.normalized, D(p.opt.eps), D(p.opt.gamma, d.dgamma)}};
+  if (const auto& m = p.second_order_initial)
+    pd.second_order_initial = hla::SecondOrderMemory<D>{with_tangent(m->sk, d.d_second_order_initial->sk),
+                                                        with_tangent(m->c, d.d_second_order_initial->c),
+                                                        with_tangent(m->g, d.d_second_order_initial->g)};
+  if (const auto& m = p.ahla_initial)
+    pd.ahla_initial = hla::AhlaMemory<D>{with_tangent(m->p, d.d_ahla_initial->p), with_tangent(m->e, d.d_ahla_initial->e)};
   const hla::Result<D> res = hla_serial(r, pd);
   return {larc::ref::tangents_of(res.o), larc::ref::tangents_of(res.den)};
 }
@@ -158,6 +183,15 @@ Pairing<S> hla_input_pairing(const hla::Gradients<S>& g, const HlaTangent<S>& d)
   p.add(g.dk, d.dk);
   p.add(g.dv, d.dv);
   p.add(Vec<S>::Constant(1, g.dgamma), Vec<S>::Constant(1, d.dgamma));
+  if (g.d_second_order_initial && d.d_second_order_initial) {
+    p.add(g.d_second_order_initial->sk, d.d_second_order_initial->sk);
+    p.add(g.d_second_order_initial->c, d.d_second_order_initial->c);
+    p.add(g.d_second_order_initial->g, d.d_second_order_initial->g);
+  }
+  if (g.d_ahla_initial && d.d_ahla_initial) {
+    p.add(g.d_ahla_initial->p, d.d_ahla_initial->p);
+    p.add(g.d_ahla_initial->e, d.d_ahla_initial->e);
+  }
   return p;
 }
 

@@ -10,6 +10,15 @@
 // γ^{t−j}, independent of i, so the cross term needs the *undecayed* Σ_{i∈B} k_i q_iᵀ. Derived
 // operator: (R_A + R_B, ρ_B P_A + P_B, ρ_B E_A + E_B + R_B(ρ_B P_A), ρ_Aρ_B) with R undecayed; the
 // printed one agrees whenever B is a single token (so a left fold cannot tell them apart).
+//
+// Initial state (hla_common.h): with [P_0 | m^K_0] and [E_0 | n_0] before the first token, token t
+// (τ = t + 1 steps since the start) has P_t = γ^τ P_0 + [P_t without one], and E_t = γE_{t−1} + k_t q_tᵀ P_t
+// unrolls to
+//     E_t = γ^τ E_0 + Σ_{i≤t} γ^{t−i} k_i q_iᵀ γ^{i+1} P_0 + [E_t without one]
+//         = γ^τ (E_0 + R_{≤t} P_0) + [E_t without one],   R_{≤t} = Σ_{i≤t} k_i q_iᵀ (undecayed),
+// the carried rows of the chunk form (ahla_carried_rows) with the whole prefix as the previous chunk:
+// ahla_chunked carries (P_0, E_0) as its first chunk-start summary (R plays no part in what follows
+// it), and ahla_materialized adds ahla_carried_rows over the whole sequence.
 #pragma once
 
 #include <stdexcept>
@@ -27,6 +36,8 @@ class AhlaState {
  public:
   AhlaState(Options<S> opt, Eigen::Index d, Eigen::Index dv)
       : opt_(std::move(opt)), p_(Mat<S>::Zero(d, value_width(opt_, dv))), e_(Mat<S>::Zero(d, value_width(opt_, dv))) {}
+  // From the summaries `start` (d×w each: hla_common.h) instead of empty ones.
+  AhlaState(Options<S> opt, AhlaMemory<S> start) : opt_(std::move(opt)), p_(std::move(start.p)), e_(std::move(start.e)) {}
 
   Output<S> step(const Vec<S>& q, const Vec<S>& k, const Vec<S>& v) {
     const S& gamma = opt_.gamma;
@@ -37,6 +48,7 @@ class AhlaState {
 
   const Mat<S>& P_and_mK() const { return p_; }
   const Mat<S>& E_and_n() const { return e_; }
+  AhlaMemory<S> memory() const { return {p_, e_}; }  // what a continuation starts from
 
  private:
   Options<S> opt_;
@@ -44,10 +56,21 @@ class AhlaState {
   Eigen::Index t_ = 0;
 };
 
+// The summaries before the first token: the problem's initial ones, or empty. Throws naming `who` when
+// the problem carries second order's.
+template <class S>
+AhlaMemory<S> ahla_start(const Problem<S>& p, const char* who) {
+  if (p.second_order_initial)
+    throw std::invalid_argument(std::string(who) + ": second_order_initial is second order's initial state; this is AHLA");
+  if (p.ahla_initial) return *p.ahla_initial;
+  const Eigen::Index w = value_width(p.opt, p.dv());
+  return {Mat<S>::Zero(p.dk(), w), Mat<S>::Zero(p.dk(), w)};
+}
+
 template <class S>
 Result<S> ahla_serial(const Problem<S>& p) {
   validate(p, "hla::ahla_serial");
-  return stream(p, AhlaState<S>(p.opt, p.dk(), p.dv()));
+  return stream(p, AhlaState<S>(p.opt, ahla_start(p, "hla::ahla_serial")));
 }
 
 // ((A_γ A_γ) ⊙ L) W for one block of tokens (products through `ops`).
@@ -57,10 +80,30 @@ Mat<S> ahla_product(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, const S& 
   return ops.product(ops.product(a_gamma, a_gamma).template triangularView<Eigen::Lower>(), w);
 }
 
+// The rows that summaries ([P_p | m^K_p], [E_p | n_p]) carried into a block add to its tokens' raw rows
+// (τ = r + 1 steps since the block's start; the header comment):
+//   γ^τ q_tᵀ(E_p + R_{≤t} P_p),   R_{≤t} = Σ_{i in block, i≤t} k_i q_iᵀ (undecayed)
+// — the token t itself belongs in R (the pair i = t, j before the block). Products through `ops`: the
+// operands Q, E_p and Q, P_p; Q, Kᵀ; the masked Q Kᵀ and Q P_p.
+template <class S>
+Mat<S> ahla_carried_rows(const Mat<S>& q, const Mat<S>& k, const Mat<S>& p, const Mat<S>& e, const S& gamma,
+                         const MatmulOperands<S>& ops = {}) {
+  const Vec<S> since = decay_since_start(q.rows(), gamma);
+  const Mat<S> upto = ops.product(q, k.transpose()).template triangularView<Eigen::Lower>();
+  return since.asDiagonal() * (ops.product(q, e) + ops.product(upto, ops.product(q, p)));
+}
+
+// With an initial state: ((A_γ A_γ) ⊙ L) W plus ahla_carried_rows of the initial summaries.
 template <class S>
 Result<S> ahla_materialized(const Problem<S>& p) {
   validate(p, "hla::ahla_materialized");
-  return finish_rows(p, ahla_product(p.q, p.k, values_of(p), p.opt.gamma));
+  const Mat<S> w = values_of(p);
+  Mat<S> raw = ahla_product(p.q, p.k, w, p.opt.gamma);
+  if (p.second_order_initial || p.ahla_initial) {
+    const AhlaMemory<S> m = ahla_start(p, "hla::ahla_materialized");
+    raw += ahla_carried_rows(p.q, p.k, m.p, m.e, p.opt.gamma);
+  }
+  return finish_rows(p, raw);
 }
 
 // ---- scan (HLA-C6) ---------------------------------------------------------------------------------
@@ -99,6 +142,7 @@ AhlaSummary<S> ahla_combine(const AhlaSummary<S>& a, const AhlaSummary<S>& b, Sc
 template <class S, class Combine>
 Result<S> ahla_scan_with(const Problem<S>& p, const Combine& combine) {
   validate(p, "hla::ahla_scan");
+  require_no_initial_summaries(p, "hla::ahla_scan");
   const Mat<S> w = values_of(p);
   std::vector<AhlaSummary<S>> x;
   for (Eigen::Index t = 0; t < p.T(); ++t)
@@ -137,6 +181,7 @@ template <class S>
 Result<S> ahla_chunked_as_printed(const Problem<S>& p, Eigen::Index chunk) {
   validate(p, "hla::ahla_chunked_as_printed");
   require_no_decay(p, "hla::ahla_chunked_as_printed");
+  require_no_initial_summaries(p, "hla::ahla_chunked_as_printed");
   if (chunk < 1) throw std::invalid_argument("hla::ahla_chunked_as_printed: chunk size must be >= 1");
   const Mat<S> w = values_of(p);
   AhlaSummary<S> prev = ahla_identity<S>(p.dk(), w.cols());
@@ -154,7 +199,8 @@ Result<S> ahla_chunked_as_printed(const Problem<S>& p, Eigen::Index chunk) {
 
 // Derived chunk form, any γ (τ = r + 1 steps since the chunk start):
 //   o_t = γ^τ q_tᵀ(E_p + R_{≤t} P_p) + ((A_γ A_γ) ⊙ L) W_c,   R_{≤t} = Σ_{i in chunk, i≤t} k_i q_iᵀ (undecayed)
-// — the token t itself belongs in R (the pair i = t, j before the chunk).
+// (the first term: ahla_carried_rows), the chunk-start summary carried with the derived ⊕_γ, the first
+// one the initial summaries (empty without).
 // Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
 // grade's baseline, whose rounded operands are Q, K and W = V or [V | 1] wherever they enter a product;
 // the carried summaries [E_p | n_p], [P_p | m^K_p] (of Q E_p, Q P_p) and ⊕_γ's R_B, ρ P_A; the masked
@@ -168,16 +214,13 @@ Result<S> ahla_chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOper
   if (chunk < 1) throw std::invalid_argument("hla::ahla_chunked: chunk size must be >= 1");
   const S& gamma = p.opt.gamma;
   const Mat<S> w = values_of(p);
-  AhlaSummary<S> prev = ahla_identity<S>(p.dk(), w.cols());
+  AhlaMemory<S> start = ahla_start(p, "hla::ahla_chunked");
+  AhlaSummary<S> prev{Mat<S>::Zero(p.dk(), p.dk()), std::move(start.p), std::move(start.e), S(1)};
   Mat<S> raw(p.T(), w.cols());
   for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
     const Eigen::Index n = std::min(chunk, p.T() - c0);
     const Mat<S> qc = p.q.middleRows(c0, n), kc = p.k.middleRows(c0, n), wc = w.middleRows(c0, n);
-    Vec<S> since(n);
-    for (Eigen::Index r = 0; r < n; ++r) since(r) = power(gamma, r + 1);
-    const Mat<S> upto = ops.product(qc, kc.transpose()).template triangularView<Eigen::Lower>();
-    raw.middleRows(c0, n) = since.asDiagonal() * (ops.product(qc, prev.e) + ops.product(upto, ops.product(qc, prev.p))) +
-                            ahla_product(qc, kc, wc, gamma, ops);
+    raw.middleRows(c0, n) = ahla_carried_rows(qc, kc, prev.p, prev.e, gamma, ops) + ahla_product(qc, kc, wc, gamma, ops);
     prev = ahla_combine(prev, ahla_block_summary(qc, kc, wc, gamma, ops), ScanOperator::decayed, ops);
   }
   return finish_rows(p, raw);

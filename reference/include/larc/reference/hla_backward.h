@@ -4,8 +4,8 @@
 //
 //     L = Σ_t ⟨do_t, o_t⟩ + Σ_t dden_t den_t       (den only for the normalised variants)
 //
-// backward returns ∂L/∂ of every input of Problem: q, k, v and the decay γ (a scalar); ε is a fixed
-// parameter. Notation and the augmented values w_t = v_t or [v_t; 1] as in hla_common.h: every
+// backward returns ∂L/∂ of every input of Problem: q, k, v, the decay γ (a scalar) and, when the problem
+// has them, the initial summaries (hla_common.h); ε is a fixed parameter. Notation and the augmented values w_t = v_t or [v_t; 1] as in hla_common.h: every
 // summary that carries values carries its normaliser as the last column, and so do their adjoints.
 // The adjoints use + − × and, for the normalised read, ÷ by den_t + ε exactly where the forward
 // divides, so they are exact over rationals. second_materialized_backward and ahla_materialized_backward
@@ -30,11 +30,13 @@ struct Cotangents {
   std::optional<Vec<S>> d_den;
 };
 
-// ∂L/∂ of each input of Problem, in its shape.
+// ∂L/∂ of each input of Problem, in its shape; the initial summaries' only when the problem has them.
 template <class S>
 struct Gradients {
   Mat<S> dq, dk, dv;  // T×d, T×d, T×d_v
   S dgamma = S(0);
+  std::optional<SecondOrderMemory<S>> d_second_order_initial = {};  // ∂L/∂(S^K_0, [C_0 | m_0], [G_0 | h_0])
+  std::optional<AhlaMemory<S>> d_ahla_initial = {};                 // ∂L/∂([P_0 | m^K_0], [E_0 | n_0])
 };
 
 namespace detail {
@@ -86,7 +88,9 @@ Vec<S> raw_adjoint(const Options<S>& opt, const Vec<S>& raw, const Cotangents<S>
 //   S^K      S^K = γ S^K' + k kᵀ: dk_t += (D_SK + D_SKᵀ) k,  dγ += ⟨S^K', D_SK⟩,  D_SK' = γ D_SK
 //   G        G = γ_G G' + γ_X k kᵀ C':  with E = γ_X D_G,  dk_t += E (C'ᵀ k) + C' (Eᵀ k),
 //            dγ += γ_G'(γ) ⟨G', D_G⟩ + γ_X'(γ) ⟨k kᵀ C', D_G⟩,  D_G' = γ_G D_G,  D_C' += k kᵀ E
-// dv_t is dw_t without its normaliser row. Checkpointed every `checkpoint` tokens over SecondOrderState
+// dv_t is dw_t without its normaliser row. The sweep starts from the problem's initial summaries, and
+// (D_SK, D_C, D_G) after the step of token 0 are the adjoints of the summaries before it: ∂L/∂S^K_0,
+// ∂L/∂[C_0 | m_0], ∂L/∂[G_0 | h_0]. Checkpointed every `checkpoint` tokens over SecondOrderState
 // (checkpointed_reverse.h); no summary is recovered by undoing a step (that divides by γ).
 template <class S>
 Gradients<S> second_backward(const Problem<S>& p, SecondOrder variant, const Cotangents<S>& c, Eigen::Index checkpoint = 64) {
@@ -101,7 +105,7 @@ Gradients<S> second_backward(const Problem<S>& p, SecondOrder variant, const Cot
   Mat<S> d_sk = Mat<S>::Zero(d, d), d_c = Mat<S>::Zero(d, width), d_g = Mat<S>::Zero(d, width);
   const Mat<S> w = values_of(p);
   reverse_over_states(
-      SecondOrderState<S>(p.opt, variant, d, dv), T, checkpoint,
+      SecondOrderState<S>(p.opt, variant, second_order_start(p, "hla::second_backward")), T, checkpoint,
       [&p](Eigen::Index t, SecondOrderState<S>& st) {
         st.step(p.q.row(t).transpose(), p.k.row(t).transpose(), p.v.row(t).transpose());
       },
@@ -143,6 +147,7 @@ Gradients<S> second_backward(const Problem<S>& p, SecondOrder variant, const Cot
         g.dq.row(t) = dq.transpose();
         g.dk.row(t) = dk.transpose();
       });
+  if (p.second_order_initial) g.d_second_order_initial = SecondOrderMemory<S>{d_sk, d_c, d_g};
   return g;
 }
 
@@ -152,6 +157,7 @@ Gradients<S> second_backward(const Problem<S>& p, SecondOrder variant, const Cot
 //   E      E = γ E' + k yᵀ:  dk_t += D_E y,  dy = D_Eᵀ k,  dq_t += P dy,  D_P += q dyᵀ,  dγ += ⟨E', D_E⟩,  D_E' = γ D_E
 //   P      P = γ P' + k wᵀ:  dk_t += D_P w,  dw_t = D_Pᵀ k,  dγ += ⟨P', D_P⟩,  D_P' = γ D_P
 // (E's update reads P after this token's write, so D_P gets q dyᵀ before P's own step is undone.)
+// From the problem's initial summaries; (D_P, D_E) after token 0 are ∂L/∂[P_0 | m^K_0], ∂L/∂[E_0 | n_0].
 // Checkpointed every `checkpoint` tokens over AhlaState.
 template <class S>
 Gradients<S> ahla_backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index checkpoint = 64) {
@@ -163,7 +169,7 @@ Gradients<S> ahla_backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::I
   Mat<S> d_p = Mat<S>::Zero(d, width), d_e = Mat<S>::Zero(d, width);
   const Mat<S> w = values_of(p);
   reverse_over_states(
-      AhlaState<S>(p.opt, d, dv), T, checkpoint,
+      AhlaState<S>(p.opt, ahla_start(p, "hla::ahla_backward")), T, checkpoint,
       [&p](Eigen::Index t, AhlaState<S>& st) {
         st.step(p.q.row(t).transpose(), p.k.row(t).transpose(), p.v.row(t).transpose());
       },
@@ -188,6 +194,7 @@ Gradients<S> ahla_backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::I
         g.dq.row(t) = dq.transpose();
         g.dk.row(t) = dk.transpose();
       });
+  if (p.ahla_initial) g.d_ahla_initial = AhlaMemory<S>{d_p, d_e};
   return g;
 }
 
@@ -220,12 +227,67 @@ void add_score_adjoint(const Problem<S>& p, const Mat<S>& d_scores, Gradients<S>
   g.dk += d_scores.transpose() * p.q;
 }
 
+// dγ from ∂L/∂ of row weights a_t = γ^{t+e}: Σ_t da_t (t + e) γ^{t+e−1}.
+template <class S>
+S row_decay_adjoint(const Vec<S>& d_weights, const S& gamma, Eigen::Index e) {
+  S dgamma(0);
+  for (Eigen::Index t = 0; t < d_weights.size(); ++t)
+    if (t + e > 0) dgamma += d_weights(t) * from_double<S>(static_cast<double>(t + e)) * power(gamma, t + e - 1);
+  return dgamma;
+}
+
+// The adjoint of second_carried_rows over the whole sequence (the initial summaries' rows of
+// second_materialized): with a_t = γ^{t+1}, X = S^K_0 C_0 − G_0, Λ_tj = a_t Γ_tj = γ^{2t+1−j} (j ≤ t),
+// N = Q S^K_0 Qᵀ and rows = diag(a²) Q X + (N ⊙ Λ) W:
+//   dX = Qᵀ diag(a²) dR:  dS^K_0 = dX C_0ᵀ + Qᵀ dN Q,  dC_0 = S^K_0ᵀ dX,  dG_0 = −dX,   dN = (dR Wᵀ) ⊙ Λ,
+//   dQ += diag(a²) dR Xᵀ + dN Q S^K_0ᵀ + dNᵀ Q S^K_0,  dW += (N ⊙ Λ)ᵀ dR,
+//   dγ += Σ_t (2t+2) γ^{2t+1} ⟨(Q X)_t, dR_t⟩ + Σ_{j≤t} (dR Wᵀ ⊙ N)_tj (2t+1−j) γ^{2t−j}.
+template <class S>
+SecondOrderMemory<S> second_carried_rows_adjoint(const Problem<S>& p, const SecondOrderMemory<S>& m, const Mat<S>& w,
+                                                 const Mat<S>& d_raw, Gradients<S>& g) {
+  const S& gamma = p.opt.gamma;
+  const Eigen::Index T = p.T();
+  const Vec<S> since = decay_since_start(T, gamma), since2 = since.cwiseProduct(since);
+  const Mat<S> x = m.sk * m.c - m.g, qx = p.q * x, q_sk = p.q * m.sk;
+  const Mat<S> lambda = since.asDiagonal() * decay_matrix(T, gamma), n = q_sk * p.q.transpose();
+  const Mat<S> d_x = p.q.transpose() * since2.asDiagonal() * d_raw;
+  const Mat<S> d_weighted = d_raw * w.transpose(), d_n = d_weighted.cwiseProduct(lambda);
+  g.dq += since2.asDiagonal() * d_raw * x.transpose() + d_n * p.q * m.sk.transpose() + d_n.transpose() * q_sk;
+  g.dv += (Mat<S>(n.cwiseProduct(lambda)).transpose() * d_raw).leftCols(p.dv());
+  Vec<S> d_since2(T);
+  for (Eigen::Index t = 0; t < T; ++t) d_since2(t) = qx.row(t).dot(d_raw.row(t));
+  g.dgamma += row_decay_adjoint(d_since2, gamma * gamma, 1) * 2 * gamma;  // a_t² = (γ²)^{t+1}
+  const Mat<S> d_lambda = d_weighted.cwiseProduct(n);
+  for (Eigen::Index t = 0; t < T; ++t)
+    for (Eigen::Index j = 0; j <= t; ++j)
+      g.dgamma += d_lambda(t, j) * from_double<S>(static_cast<double>(2 * t + 1 - j)) * power(gamma, 2 * t - j);
+  return {Mat<S>(d_x * m.c.transpose() + p.q.transpose() * d_n * p.q), Mat<S>(m.sk.transpose() * d_x), Mat<S>(-d_x)};
+}
+
+// The adjoint of ahla_carried_rows over the whole sequence (the initial summaries' rows of
+// ahla_materialized): with a_t = γ^{t+1}, U = L ⊙ (Q Kᵀ), Y = Q P_0, Z = Q E_0 + U Y and rows = diag(a) Z:
+//   dZ = diag(a) dR:  dE_0 = Qᵀ dZ,  dY = Uᵀ dZ,  dP_0 = Qᵀ dY,  dU = L ⊙ (dZ Yᵀ) (→ dQ += dU K, dK += dUᵀ Q),
+//   dQ += dZ E_0ᵀ + dY P_0ᵀ,  dγ += Σ_t (t+1) γ^t ⟨Z_t, dR_t⟩.
+template <class S>
+AhlaMemory<S> ahla_carried_rows_adjoint(const Problem<S>& p, const AhlaMemory<S>& m, const Mat<S>& d_raw, Gradients<S>& g) {
+  const Vec<S> since = decay_since_start(p.T(), p.opt.gamma);
+  const Mat<S> u = lower(Mat<S>(p.q * p.k.transpose())), y = p.q * m.p, z = p.q * m.e + u * y;
+  const Mat<S> d_z = since.asDiagonal() * d_raw, d_y = u.transpose() * d_z;
+  g.dq += d_z * m.e.transpose() + d_y * m.p.transpose();
+  add_score_adjoint(p, lower(Mat<S>(d_z * y.transpose())), g);
+  Vec<S> d_since(p.T());
+  for (Eigen::Index t = 0; t < p.T(); ++t) d_since(t) = z.row(t).dot(d_raw.row(t));
+  g.dgamma += row_decay_adjoint(d_since, p.opt.gamma, 1);
+  return {Mat<S>(p.q.transpose() * d_y), Mat<S>(p.q.transpose() * d_z)};
+}
+
 }  // namespace detail
 
 // The adjoint of second_materialized (unmasked or masked; the printed decay has no materialised form):
 // with B = Q Kᵀ, A_γ = Γ ⊙ B, B_m = L ⊙ B (masked) or B, N = A_γ B_mᵀ, M = N ⊙ Γ, raw = M W and dR = ∂L/∂raw:
 //   dW = Mᵀ dR,  dM = dR Wᵀ,  dN = dM ⊙ Γ,  dA_γ = dN B_m,  dB_m = dNᵀ A_γ,
-//   dB = Γ ⊙ dA_γ + (L ⊙) dB_m,  dQ = dB K,  dK = dBᵀ Q,  dΓ = dM ⊙ N + dA_γ ⊙ B → dγ.
+//   dB = Γ ⊙ dA_γ + (L ⊙) dB_m,  dQ = dB K,  dK = dBᵀ Q,  dΓ = dM ⊙ N + dA_γ ⊙ B → dγ;
+// with initial summaries (masked only), raw gains second_carried_rows and the gradients its adjoint.
 template <class S>
 Gradients<S> second_materialized_backward(const Problem<S>& p, SecondOrder variant, const Cotangents<S>& c) {
   validate(p, "hla::second_materialized_backward");
@@ -233,22 +295,31 @@ Gradients<S> second_materialized_backward(const Problem<S>& p, SecondOrder varia
   if (variant == SecondOrder::masked_as_printed)
     throw std::invalid_argument("hla::second_materialized_backward: the printed decay has no masked-product form (SPEC §5)");
   const bool masked = variant == SecondOrder::masked;
+  const bool initial = p.second_order_initial || p.ahla_initial;
+  if (initial && !masked)
+    throw std::invalid_argument("hla::second_materialized_backward: second_order_initial is taken by the masked variant only");
   const Mat<S> w = values_of(p), scores = p.q * p.k.transpose(), decay = decay_matrix(p.T(), p.opt.gamma);
   const Mat<S> a_gamma = decay.cwiseProduct(scores);
   const Mat<S> second = masked ? lower(scores) : scores;
   const Mat<S> n = a_gamma * second.transpose(), m = n.cwiseProduct(decay);
-  const Mat<S> d_raw = detail::raw_rows_adjoint(p, Mat<S>(m * w), c);
+  const std::optional<SecondOrderMemory<S>> start =
+      initial ? std::optional(second_order_start(p, "hla::second_materialized_backward")) : std::nullopt;
+  Mat<S> raw = m * w;
+  if (start) raw += second_carried_rows(p.q, w, start->sk, start->c, start->g, p.opt.gamma);
+  const Mat<S> d_raw = detail::raw_rows_adjoint(p, raw, c);
   Gradients<S> g = detail::zero_gradients(p);
   g.dv = (m.transpose() * d_raw).leftCols(p.dv());
   const Mat<S> d_m = d_raw * w.transpose(), d_n = d_m.cwiseProduct(decay);
   const Mat<S> d_a_gamma = d_n * second, d_second = d_n.transpose() * a_gamma;
   detail::add_score_adjoint(p, Mat<S>(decay.cwiseProduct(d_a_gamma) + (masked ? lower(d_second) : d_second)), g);
   g.dgamma = detail::decay_matrix_adjoint(Mat<S>(d_m.cwiseProduct(n) + d_a_gamma.cwiseProduct(scores)), p.opt.gamma);
+  if (start) g.d_second_order_initial = detail::second_carried_rows_adjoint(p, *start, w, d_raw, g);
   return g;
 }
 
 // The adjoint of ahla_materialized: with B = Q Kᵀ, A_γ = Γ ⊙ B, P = A_γ A_γ, raw = (L ⊙ P) W:
-//   dW = (L ⊙ P)ᵀ dR,  dP = L ⊙ (dR Wᵀ),  dA_γ = dP A_γᵀ + A_γᵀ dP,  dB = Γ ⊙ dA_γ,  dΓ = dA_γ ⊙ B → dγ.
+//   dW = (L ⊙ P)ᵀ dR,  dP = L ⊙ (dR Wᵀ),  dA_γ = dP A_γᵀ + A_γᵀ dP,  dB = Γ ⊙ dA_γ,  dΓ = dA_γ ⊙ B → dγ;
+// with initial summaries, raw gains ahla_carried_rows and the gradients its adjoint.
 template <class S>
 Gradients<S> ahla_materialized_backward(const Problem<S>& p, const Cotangents<S>& c) {
   validate(p, "hla::ahla_materialized_backward");
@@ -256,13 +327,18 @@ Gradients<S> ahla_materialized_backward(const Problem<S>& p, const Cotangents<S>
   const Mat<S> w = values_of(p), scores = p.q * p.k.transpose(), decay = decay_matrix(p.T(), p.opt.gamma);
   const Mat<S> a_gamma = decay.cwiseProduct(scores);
   const Mat<S> m = lower(Mat<S>(a_gamma * a_gamma));
-  const Mat<S> d_raw = detail::raw_rows_adjoint(p, Mat<S>(m * w), c);
+  const std::optional<AhlaMemory<S>> start =
+      p.second_order_initial || p.ahla_initial ? std::optional(ahla_start(p, "hla::ahla_materialized_backward")) : std::nullopt;
+  Mat<S> raw = m * w;
+  if (start) raw += ahla_carried_rows(p.q, p.k, start->p, start->e, p.opt.gamma);
+  const Mat<S> d_raw = detail::raw_rows_adjoint(p, raw, c);
   Gradients<S> g = detail::zero_gradients(p);
   g.dv = (m.transpose() * d_raw).leftCols(p.dv());
   const Mat<S> d_p = lower(Mat<S>(d_raw * w.transpose()));
   const Mat<S> d_a_gamma = d_p * a_gamma.transpose() + a_gamma.transpose() * d_p;
   detail::add_score_adjoint(p, Mat<S>(decay.cwiseProduct(d_a_gamma)), g);
   g.dgamma = detail::decay_matrix_adjoint(Mat<S>(d_a_gamma.cwiseProduct(scores)), p.opt.gamma);
+  if (start) g.d_ahla_initial = detail::ahla_carried_rows_adjoint(p, *start, d_raw, g);
   return g;
 }
 

@@ -9,8 +9,15 @@
 // So the forms run on the augmented values W = [V | 1] (d_v + 1 columns) and every summary that
 // carries values (C, G, P, E, G1..G3) carries its normaliser as the last column: [C | m], [G | h],
 // [P | m^K], [E | n]. The recurrences are those printed, applied to both columns at once.
+//
+// Initial state: the summaries before the first token (absent: empty), w = d_v or d_v + 1 as above —
+// second order S^K_0 (d×d), [C_0 | m_0] and [G_0 | h_0] (d×w); AHLA [P_0 | m^K_0] and [E_0 | n_0] (d×w).
+// They need not summarise any sequence. The serial, materialised (second order: masked) and derived
+// chunk forms of the two families and their backward verbs take them; every other form (the third
+// order, the scans, the chunk forms as printed) refuses one (require_no_initial_summaries).
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -25,10 +32,24 @@ struct Options {
   S gamma = S(1);           // decay γ ∈ (0, 1]; 1 is no decay
 };
 
+// The second-order summaries S^K (d×d), c = [C | m] and g = [G | h] (d×w).
+template <class S>
+struct SecondOrderMemory {
+  Mat<S> sk, c, g;
+};
+
+// AHLA's summaries p = [P | m^K] and e = [E | n] (d×w).
+template <class S>
+struct AhlaMemory {
+  Mat<S> p, e;
+};
+
 template <class S>
 struct Problem {
   Mat<S> q, k, v;  // T×d, T×d, T×d_v
   Options<S> opt;
+  std::optional<SecondOrderMemory<S>> second_order_initial = {};  // second-order forms only; empty when absent
+  std::optional<AhlaMemory<S>> ahla_initial = {};                 // AHLA forms only; empty when absent
 
   Eigen::Index T() const { return q.rows(); }
   Eigen::Index dk() const { return q.cols(); }
@@ -64,6 +85,14 @@ inline const char* scan_operator_name(ScanOperator op) {
   return "?";
 }
 
+template <class S>
+void require_no_decay(const Problem<S>& p, const char* who) {
+  if (p.opt.gamma != S(1)) throw std::invalid_argument(std::string(who) + ": gamma must be 1 (this form has no decay)");
+}
+
+template <class S>
+Eigen::Index value_width(const Options<S>& opt, Eigen::Index dv) { return dv + (opt.normalized ? 1 : 0); }
+
 // Throws std::invalid_argument naming the field that is wrong.
 template <class S>
 void validate(const Problem<S>& p, const char* who) {
@@ -76,15 +105,25 @@ void validate(const Problem<S>& p, const char* who) {
   need(p.v.rows() == p.T(), "v must have T rows like q");
   need(p.opt.gamma > S(0) && p.opt.gamma <= S(1), "gamma must lie in (0, 1]");
   need(p.opt.eps >= S(0), "eps must be >= 0");
+  const Eigen::Index d = p.dk(), w = value_width(p.opt, p.dv());
+  auto sized = [](const Mat<S>& m, Eigen::Index rows, Eigen::Index cols) { return m.rows() == rows && m.cols() == cols; };
+  if (const auto& m = p.second_order_initial) {
+    need(sized(m->sk, d, d), "second_order_initial.sk (S^K_0) must be d×d");
+    need(sized(m->c, d, w), "second_order_initial.c ([C_0 | m_0]) must be d×w (w = d_v, or d_v + 1 normalised)");
+    need(sized(m->g, d, w), "second_order_initial.g ([G_0 | h_0]) must be d×w (w = d_v, or d_v + 1 normalised)");
+  }
+  if (const auto& m = p.ahla_initial) {
+    need(sized(m->p, d, w), "ahla_initial.p ([P_0 | m^K_0]) must be d×w (w = d_v, or d_v + 1 normalised)");
+    need(sized(m->e, d, w), "ahla_initial.e ([E_0 | n_0]) must be d×w (w = d_v, or d_v + 1 normalised)");
+  }
 }
 
+// For the forms that start from empty summaries only.
 template <class S>
-void require_no_decay(const Problem<S>& p, const char* who) {
-  if (p.opt.gamma != S(1)) throw std::invalid_argument(std::string(who) + ": gamma must be 1 (this form has no decay)");
+void require_no_initial_summaries(const Problem<S>& p, const char* who) {
+  if (p.second_order_initial || p.ahla_initial)
+    throw std::invalid_argument(std::string(who) + ": this form takes no initial summaries (second_order_initial, ahla_initial)");
 }
-
-template <class S>
-Eigen::Index value_width(const Options<S>& opt, Eigen::Index dv) { return dv + (opt.normalized ? 1 : 0); }
 
 // W = V, or [V | 1] for the normalised variants.
 template <class S>
@@ -110,6 +149,14 @@ S power(const S& gamma, Eigen::Index n) {
   S r(1);
   for (Eigen::Index i = 0; i < n; ++i) r *= gamma;
   return r;
+}
+
+// γ^τ, τ = r + 1, for the rows r < n of a block: the decay of a summary carried into the block.
+template <class S>
+Vec<S> decay_since_start(Eigen::Index n, const S& gamma) {
+  Vec<S> since(n);
+  for (Eigen::Index r = 0; r < n; ++r) since(r) = power(gamma, r + 1);
+  return since;
 }
 
 // L ⊙ m: the lower triangle with the diagonal.

@@ -14,6 +14,18 @@
 // (j < i) by γ^{t−1−j} while S^K C weights them by γ^{2t−i−j}, so for γ < 1 they do not cancel.
 // Derived: G_t = γ²G + γ k (kᵀ C_{t−1}) (and h alike), which gives the masked target for every γ
 // and coincides with the printed recurrence at γ = 1 (SecondOrder::masked vs masked_as_printed).
+//
+// Initial state (hla_common.h): with summaries S^K_0, [C_0 | m_0], [G_0 | h_0] before the first token,
+// token t (τ = t + 1 steps since the start) has S^K_t = γ^τ S^K_0 + Σ_{i≤t} γ^{t−i} k_i k_iᵀ and
+// C_t = γ^τ C_0 + Σ_{j≤t} γ^{t−j} q_j w_jᵀ, and the derived decay gives
+//     G_t = γ^{2τ} G_0 + Σ_{i≤t} γ^{2t−i+1} k_i k_iᵀ C_0 + [G_t without an initial state],
+// whose middle sum is the cross term S^K_t C_t has between the keys and C_0, so that
+//     S^K_t C_t − G_t = γ^{2τ}(S^K_0 C_0 − G_0) + γ^τ S^K_0 Σ_{j≤t} γ^{t−j} q_j w_jᵀ + [the same without one]:
+// the carried rows of a chunk form (second_carried_rows) with the whole prefix as the previous chunk.
+// So the derived chunk form carries (S^K_0, C_0, G_0) as its first chunk-start summary, and the
+// masked materialised form adds second_carried_rows over the whole sequence. The unmasked variant
+// (no G, so its S^K_t C_t keeps the cross term with C_0) and the printed decay take one in the serial
+// form only.
 #pragma once
 
 #include <stdexcept>
@@ -47,6 +59,9 @@ class SecondOrderState {
   SecondOrderState(Options<S> opt, SecondOrder variant, Eigen::Index d, Eigen::Index dv)
       : opt_(std::move(opt)), variant_(variant), sk_(Mat<S>::Zero(d, d)),
         c_(Mat<S>::Zero(d, value_width(opt_, dv))), g_(Mat<S>::Zero(d, value_width(opt_, dv))) {}
+  // From the summaries `start` (d×d, d×w, d×w: hla_common.h) instead of empty ones.
+  SecondOrderState(Options<S> opt, SecondOrder variant, SecondOrderMemory<S> start)
+      : opt_(std::move(opt)), variant_(variant), sk_(std::move(start.sk)), c_(std::move(start.c)), g_(std::move(start.g)) {}
 
   Output<S> step(const Vec<S>& q, const Vec<S>& k, const Vec<S>& v) {
     const S& gamma = opt_.gamma;
@@ -67,6 +82,7 @@ class SecondOrderState {
   const Mat<S>& SK() const { return sk_; }
   const Mat<S>& C_and_m() const { return c_; }  // [C | m]
   const Mat<S>& G_and_h() const { return g_; }  // [G | h]
+  SecondOrderMemory<S> memory() const { return {sk_, c_, g_}; }  // what a continuation starts from
 
  private:
   Options<S> opt_;
@@ -75,10 +91,20 @@ class SecondOrderState {
   Eigen::Index t_ = 0;
 };
 
+// The summaries before the first token: the problem's initial ones, or empty. Throws naming `who` when
+// the problem carries AHLA's.
+template <class S>
+SecondOrderMemory<S> second_order_start(const Problem<S>& p, const char* who) {
+  if (p.ahla_initial) throw std::invalid_argument(std::string(who) + ": ahla_initial is AHLA's initial state; this is second order");
+  if (p.second_order_initial) return *p.second_order_initial;
+  const Eigen::Index w = value_width(p.opt, p.dv());
+  return {Mat<S>::Zero(p.dk(), p.dk()), Mat<S>::Zero(p.dk(), w), Mat<S>::Zero(p.dk(), w)};
+}
+
 template <class S>
 Result<S> second_serial(const Problem<S>& p, SecondOrder variant) {
   validate(p, "hla::second_serial");
-  return stream(p, SecondOrderState<S>(p.opt, variant, p.dk(), p.dv()));
+  return stream(p, SecondOrderState<S>(p.opt, variant, second_order_start(p, "hla::second_serial")));
 }
 
 // Raw rows of the masked target ((A_γ Aᵀ) ⊙ Γ) W (or unmasked ((A_γ Bᵀ) ⊙ Γ) W) for one block of
@@ -93,12 +119,38 @@ Mat<S> second_order_product(const Mat<S>& q, const Mat<S>& k, const Mat<S>& w, c
   return ops.product(ops.product(a_gamma, second.transpose()).cwiseProduct(decay), w);
 }
 
+// The rows that summaries (S^K_p, [C_p | m_p], [G_p | h_p]) carried into a block add to its tokens'
+// raw rows (τ = r + 1 steps since the block's start; the header comment):
+//   γ^{2τ} q_tᵀ(S^K_p C_p − G_p)                            pairs i ≤ j both before the block
+//   + γ^{τ} Σ_{j in block, j≤t} γ^{t−j} (q_tᵀ S^K_p q_j) w_j   i before the block, j in it
+// Products through `ops`: the operands S^K_p, [C_p | m_p] (of S^K_p C_p), S^K_p C_p − G_p (of Q(…)),
+// Q, S^K_p (of Q S^K_p), Q S^K_p and Qᵀ, and (Q S^K_p Qᵀ) ⊙ (γ^τ Γ) and W.
+template <class S>
+Mat<S> second_carried_rows(const Mat<S>& q, const Mat<S>& w, const Mat<S>& sk, const Mat<S>& c, const Mat<S>& g,
+                           const S& gamma, const MatmulOperands<S>& ops = {}) {
+  const Vec<S> since = decay_since_start(q.rows(), gamma);
+  const Vec<S> since2 = since.cwiseProduct(since);
+  const Mat<S> pairs_before = since2.asDiagonal() * ops.product(q, ops.product(sk, c) - g);
+  const Mat<S> cross_weights = since.asDiagonal() * decay_matrix(q.rows(), gamma);
+  const Mat<S> cross = ops.product(ops.product(ops.product(q, sk), q.transpose()).cwiseProduct(cross_weights), w);
+  return pairs_before + cross;
+}
+
+// Masked with an initial state: ((A_γ Aᵀ) ⊙ Γ) W plus second_carried_rows of the initial summaries.
 template <class S>
 Result<S> second_materialized(const Problem<S>& p, SecondOrder variant) {
   validate(p, "hla::second_materialized");
   if (variant == SecondOrder::masked_as_printed)
     throw std::invalid_argument("hla::second_materialized: the printed decay has no masked-product form (SPEC §5)");
-  return finish_rows(p, second_order_product(p.q, p.k, values_of(p), p.opt.gamma, variant == SecondOrder::masked));
+  const Mat<S> w = values_of(p);
+  Mat<S> raw = second_order_product(p.q, p.k, w, p.opt.gamma, variant == SecondOrder::masked);
+  if (p.second_order_initial || p.ahla_initial) {
+    if (variant != SecondOrder::masked)
+      throw std::invalid_argument("hla::second_materialized: second_order_initial is taken by the masked variant only");
+    const SecondOrderMemory<S> m = second_order_start(p, "hla::second_materialized");
+    raw += second_carried_rows(p.q, w, m.sk, m.c, m.g, p.opt.gamma);
+  }
+  return finish_rows(p, raw);
 }
 
 // ---- Blelloch scan over segment summaries (HLA-C4, HLA-C5) ---------------------------------------
@@ -153,6 +205,7 @@ std::vector<SecondOrderSummary<S>> second_token_summaries(const Problem<S>& p) {
 template <class S, class Combine>
 Result<S> second_scan_with(const Problem<S>& p, SecondOrder read, const Combine& combine) {
   validate(p, "hla::second_scan");
+  require_no_initial_summaries(p, "hla::second_scan");
   const auto states = scan::blelloch_inclusive(second_token_summaries(p), combine,
                                                second_identity<S>(p.dk(), value_width(p.opt, p.dv())));
   Mat<S> raw(p.T(), value_width(p.opt, p.dv()));
@@ -197,6 +250,7 @@ template <class S>
 Result<S> second_chunked_as_printed(const Problem<S>& p, Eigen::Index chunk) {
   validate(p, "hla::second_chunked_as_printed");
   require_no_decay(p, "hla::second_chunked_as_printed");
+  require_no_initial_summaries(p, "hla::second_chunked_as_printed");
   if (chunk < 1) throw std::invalid_argument("hla::second_chunked_as_printed: chunk size must be >= 1");
   const Mat<S> w = values_of(p);
   SecondOrderSummary<S> prev = second_identity<S>(p.dk(), w.cols());
@@ -214,7 +268,8 @@ Result<S> second_chunked_as_printed(const Problem<S>& p, Eigen::Index chunk) {
 //   o_t = γ^{2τ} q_tᵀ(S^K_p C_p − G_p)                              pairs i ≤ j both before the chunk
 //       + γ^{τ} Σ_{j in chunk, j≤t} γ^{t−j} (q_tᵀ S^K_p q_j) w_j     i before the chunk, j in it
 //       + ((A_γ A_ccᵀ) ⊙ Γ) W_c                                     both in the chunk
-// and the chunk-start summary carried with the derived ⊕_γ.
+// (the first two: second_carried_rows) and the chunk-start summary carried with the derived ⊕_γ, the
+// first one the initial summaries (empty without).
 // Every matrix product goes through `ops` (matmul_operands.h): with an operand format it is the `io`
 // grade's baseline, whose rounded operands are Q, K and W = V or [V | 1] wherever they enter a product;
 // the carried summaries S^K_p, [C_p | m_p] as operands (S^K_p C_p, Q S^K_p, and ⊕_γ's S^K_B (ρ C_A)) and
@@ -229,18 +284,14 @@ Result<S> second_chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOp
   if (chunk < 1) throw std::invalid_argument("hla::second_chunked: chunk size must be >= 1");
   const S& gamma = p.opt.gamma;
   const Mat<S> w = values_of(p);
-  SecondOrderSummary<S> prev = second_identity<S>(p.dk(), w.cols());
+  SecondOrderMemory<S> start = second_order_start(p, "hla::second_chunked");
+  SecondOrderSummary<S> prev{std::move(start.sk), std::move(start.c), std::move(start.g), S(1)};
   Mat<S> raw(p.T(), w.cols());
   for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
     const Eigen::Index n = std::min(chunk, p.T() - c0);
     const Mat<S> qc = p.q.middleRows(c0, n), kc = p.k.middleRows(c0, n), wc = w.middleRows(c0, n);
-    Vec<S> since(n);  // γ^τ
-    for (Eigen::Index r = 0; r < n; ++r) since(r) = power(gamma, r + 1);
-    const Vec<S> since2 = since.cwiseProduct(since);
-    const Mat<S> inter = since2.asDiagonal() * ops.product(qc, ops.product(prev.sk, prev.c) - prev.g);
-    const Mat<S> cross_weights = since.asDiagonal() * decay_matrix(n, gamma);
-    const Mat<S> cross = ops.product(ops.product(ops.product(qc, prev.sk), qc.transpose()).cwiseProduct(cross_weights), wc);
-    raw.middleRows(c0, n) = inter + cross + second_order_product(qc, kc, wc, gamma, true, ops);
+    raw.middleRows(c0, n) =
+        second_carried_rows(qc, wc, prev.sk, prev.c, prev.g, gamma, ops) + second_order_product(qc, kc, wc, gamma, true, ops);
     prev = second_combine(prev, second_block_summary(qc, kc, wc, gamma, ops), ScanOperator::decayed, ops);
   }
   return finish_rows(p, raw);

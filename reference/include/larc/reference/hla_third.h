@@ -75,6 +75,7 @@ class ThirdOrderState {
 template <class S>
 Result<S> third_serial(const Problem<S>& p, ThirdOrder variant) {
   validate(p, "hla::third_serial");
+  require_no_initial_summaries(p, "hla::third_serial");
   return stream(p, ThirdOrderState<S>(p.opt, variant, p.dk(), p.dv()));
 }
 
@@ -82,6 +83,7 @@ Result<S> third_serial(const Problem<S>& p, ThirdOrder variant) {
 template <class S>
 Result<S> third_materialized(const Problem<S>& p, ThirdOrder variant) {
   validate(p, "hla::third_materialized");
+  require_no_initial_summaries(p, "hla::third_materialized");
   require_no_decay(p, "hla::third_materialized");
   if (variant == ThirdOrder::masked_as_printed)
     throw std::invalid_argument("hla::third_materialized: the printed form is no masked product; see printed_triple_sum");
@@ -97,6 +99,7 @@ Result<S> third_materialized(const Problem<S>& p, ThirdOrder variant) {
 template <class S>
 Result<S> third_literal_masked_target(const Problem<S>& p) {
   validate(p, "hla::third_literal_masked_target");
+  require_no_initial_summaries(p, "hla::third_literal_masked_target");
   require_no_decay(p, "hla::third_literal_masked_target");
   const Mat<S> a = lower<S>(p.q * p.k.transpose());
   return finish_rows(p, Mat<S>(lower<S>(a * a.transpose() * a) * values_of(p)));
@@ -107,6 +110,7 @@ Result<S> third_literal_masked_target(const Problem<S>& p) {
 template <class S>
 Result<S> printed_triple_sum(const Problem<S>& p) {
   validate(p, "hla::printed_triple_sum");
+  require_no_initial_summaries(p, "hla::printed_triple_sum");
   require_no_decay(p, "hla::printed_triple_sum");
   const Mat<S> b = p.q * p.k.transpose(), w = values_of(p);
   Mat<S> raw = Mat<S>::Zero(p.T(), w.cols());
@@ -189,6 +193,7 @@ ThirdOrderSummary<S> third_combine(const ThirdOrderSummary<S>& a, const ThirdOrd
 template <class S>
 Result<S> third_scan(const Problem<S>& p, ThirdOrder variant) {
   validate(p, "hla::third_scan");
+  require_no_initial_summaries(p, "hla::third_scan");
   require_no_decay(p, "hla::third_scan");
   const Mat<S> w = values_of(p);
   const Eigen::Index d = p.dk(), dw = w.cols();
