@@ -106,9 +106,10 @@ void validate(const Problem<S>& p) {
   }
   if (T > 0) {
     const int L = fenwick::level_count(t0 + static_cast<std::uint64_t>(T));
-    need(p.lambda.cols() >= L, "lambda must have at least level_count(t0 + T) = ceil(log2(t0 + T)) + 1 = " +
-                                   std::to_string(L) + " columns (t0 = " + std::to_string(t0) + "), got " +
-                                   std::to_string(p.lambda.cols()));
+    const std::string count = p.start ? "level_count(t0 + T) = ceil(log2(t0 + T)) + 1 = " + std::to_string(L) +
+                                            " columns (t0 = " + std::to_string(t0) + ")"
+                                      : "level_count(T) = ceil(log2 T) + 1 = " + std::to_string(L) + " columns";
+    need(p.lambda.cols() >= L, "lambda must have at least " + count + ", got " + std::to_string(p.lambda.cols()));
   }
 }
 

@@ -138,10 +138,11 @@ Tensor<S> log_linear_batched(const Tensor<S>& q, const Tensor<S>& k, const Tenso
   require_shape(level_scales, "level_scales", {B, T, H, -1});
   const std::uint64_t t0 = start ? start->offset : 0;
   if (T > 0 && level_scales.dim(3) < fenwick::level_count(t0 + static_cast<std::uint64_t>(T)))
-    throw std::invalid_argument("level_scales: the last dimension L must be >= ceil(log2(t0 + T)) + 1 = " +
-                                std::to_string(fenwick::level_count(t0 + static_cast<std::uint64_t>(T))) + " for t0 = " +
-                                std::to_string(t0) + ", T = " + std::to_string(T) + ", got " +
-                                std::to_string(level_scales.dim(3)));
+    throw std::invalid_argument("level_scales: the last dimension L must be >= " +
+                                std::string(start ? "ceil(log2(t0 + T)) + 1 = " : "ceil(log2 T) + 1 = ") +
+                                std::to_string(fenwick::level_count(t0 + static_cast<std::uint64_t>(T))) + " for " +
+                                (start ? "t0 = " + std::to_string(t0) + ", " : std::string()) + "T = " + std::to_string(T) +
+                                ", got " + std::to_string(level_scales.dim(3)));
   if (beta) require_shape(*beta, "beta", {B, T, H});
   if (start) validate_batched_start(*start, B, H, level_scales.dim(3), K, V);
 
