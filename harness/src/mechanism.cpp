@@ -189,8 +189,8 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
                                 ") must be a multiple of the query/key heads (" + std::to_string(s.H) + ")");
   if (size.count('L') && size['L'] < s.levels())
     throw std::invalid_argument(name + ": the level dimension L must be at least ceil(log2 T) + 1 = " +
-                                std::to_string(s.levels()) + " for T = " + std::to_string(s.T) + " (more when the case "
-                                "continues a sequence), got " + std::to_string(size['L']));
+                                std::to_string(s.levels()) + " for T = " + std::to_string(s.T) +
+                                " (ceil(log2(t0 + T)) + 1 after t0 earlier tokens), got " + std::to_string(size['L']));
   if (size.count('L') && size['L'] != s.levels()) return Shape{s.B, s.T, s.H, s.K, s.V, s.HV, size['L']};
   return s;
 }
