@@ -1,5 +1,6 @@
 #include "larc/harness/mechanism.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -27,6 +28,10 @@ std::string Shape::str() const {
     s += std::to_string(value_heads());
   }
   return s;
+}
+
+std::int64_t Shape::levels() const {
+  return L != 0 ? L : ref::fenwick::level_count(static_cast<std::uint64_t>(std::max<std::int64_t>(T, 1)));
 }
 
 Shape Shape::parse(const std::string& s) {
@@ -75,7 +80,7 @@ std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s) {
       case 'V': d.push_back(s.V); break;
       case 'W': d.push_back(s.value_heads()); break;
       case '1': d.push_back(1); break;
-      case 'L': d.push_back(ref::fenwick::level_count(static_cast<std::uint64_t>(s.T))); break;
+      case 'L': d.push_back(s.levels()); break;
       default: throw std::invalid_argument(std::string("dims_of: unknown dimension letter '") + c + "'");
     }
   }
@@ -182,10 +187,11 @@ Shape Mechanism::shape_of(const ValueMap& in) const {
   if (s.value_heads() % s.H != 0)
     throw std::invalid_argument(name + ": the value heads (" + std::to_string(s.value_heads()) +
                                 ") must be a multiple of the query/key heads (" + std::to_string(s.H) + ")");
-  if (size.count('L') && size['L'] != dims_of("L", s)[0])
-    throw std::invalid_argument(name + ": the level dimension L must be ceil(log2 T) + 1 = " +
-                                std::to_string(dims_of("L", s)[0]) + " for T = " + std::to_string(s.T) + ", got " +
-                                std::to_string(size['L']));
+  if (size.count('L') && size['L'] < s.levels())
+    throw std::invalid_argument(name + ": the level dimension L must be at least ceil(log2 T) + 1 = " +
+                                std::to_string(s.levels()) + " for T = " + std::to_string(s.T) +
+                                " (ceil(log2(t0 + T)) + 1 after t0 earlier tokens), got " + std::to_string(size['L']));
+  if (size.count('L') && size['L'] != s.levels()) return Shape{s.B, s.T, s.H, s.K, s.V, s.HV, size['L']};
   return s;
 }
 

@@ -43,7 +43,7 @@ const char* kF128Method = "|dd - float128| + u64|dd| (escalated: the double esti
 
 // The reference's outputs of a baseline, each rounded to its dtype, in float64.
 ValueMap baseline_values(const Mechanism& m, const PreparedCase& p, const std::function<void(TensorMap&)>& run) {
-  TensorMap base = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
+  TensorMap base = poisoned_outputs(m, p);
   run(base);
   return decode_all(base);
 }
@@ -74,7 +74,7 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
     std::vector<Judgement> js;
     for (const TensorSpec& spec : m.outputs) {
       const auto v = values.find(spec.name);
-      if (v == values.end()) continue;
+      if (v == values.end() || !p.oracle.count(spec.name)) continue;  // an optional output the case has not
       OutputUnderTest out;
       out.name = spec.name;
       out.dtype = tensor_dtype(spec, p.spec.dtype);
@@ -143,7 +143,16 @@ void check_inputs(const Mechanism& m, const PreparedCase& p) {
 
 TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype) {
   TensorMap out;
-  for (const TensorSpec& o : m.outputs) out.emplace(o.name, TypedTensor::poisoned(tensor_dtype(o, dtype), dims_of(o.dims, s)));
+  for (const TensorSpec& o : m.outputs)
+    if (!o.optional) out.emplace(o.name, TypedTensor::poisoned(tensor_dtype(o, dtype), dims_of(o.dims, s)));
+  return out;
+}
+
+TensorMap poisoned_outputs(const Mechanism& m, const PreparedCase& p) {
+  TensorMap out = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
+  for (const TensorSpec& o : m.outputs)
+    if (o.optional && p.oracle.count(o.name))
+      out.emplace(o.name, TypedTensor::poisoned(tensor_dtype(o, p.spec.dtype), dims_of(o.dims, p.spec.shape)));
   return out;
 }
 
@@ -190,6 +199,7 @@ PreparedCase prepare_case(const CaseSpec& spec, const ValueMap& values) {
   for (const TensorSpec& in : m.inputs)
     if (const auto v = values.find(in.name); v != values.end())
       p.inputs.emplace(in.name, TypedTensor::encode(tensor_dtype(in, spec.dtype), v->second));
+  p.spec.shape.L = m.shape_of(decode_all(p.inputs)).L;  // a log-linear case continuing a sequence has more levels
   compute_oracle(p);
   return p;
 }
@@ -227,7 +237,7 @@ CaseResult run_subject(const PreparedCase& p, const Subject& subject, const Tole
     r.pass = true;
     return r;
   }
-  TensorMap first = poisoned_outputs(m, p.spec.shape, p.spec.dtype);
+  TensorMap first = poisoned_outputs(m, p);
   TensorMap second = first;
   try {
     subject.launch(p.inputs, first);
@@ -263,7 +273,7 @@ CaseResult judge_candidate(const PreparedCase& p, const TensorMap& candidate, co
   check_inputs(m, p);
   // A forward's candidate must hold its main output; a gradient twin's, every gradient.
   for (const TensorSpec& o : m.outputs)
-    if (!candidate.count(o.name) && (m.computes_gradients() || &o == &m.outputs.front()))
+    if (!candidate.count(o.name) && p.oracle.count(o.name) && (m.computes_gradients() || &o == &m.outputs.front()))
       throw std::invalid_argument("candidate: tensor '" + o.name + "' is missing (" + m.name + " has " + o.meaning + ")");
   ValueMap values;
   for (const auto& [name, t] : candidate) {

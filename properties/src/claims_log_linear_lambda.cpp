@@ -70,7 +70,7 @@ ClaimOutcome ll_c3_impl(const ClaimConfig& cfg) {
 
   // The shrunk counterexample: T = 1, d = 1, q = k = v = 1, a = 1, dl = 0.
   ll::Problem<W> one{ll::Variant::mamba2, Mat<W>::Ones(1, 1), Mat<W>::Ones(1, 1), Mat<W>::Ones(1, 1), Vec<W>::Ones(1),
-                     Vec<W>::Ones(1),     Mat<W>(),           W(1)};
+                     Vec<W>::Ones(1),     Mat<W>(),           W(1),               std::nullopt};
   one.lambda = ll::baseline_lambda<W>(Mat<W>::Zero(1, 1), Vec<W>::Ones(1));
   const W o_base = ll::serial(one)(0, 0);
   one.lambda = mlp64.apply(Mat<W>::Zero(1, kFlaLevels)).leftCols(1);

@@ -200,7 +200,9 @@ TEST(BadInputShapeOf, WrongLevelCountLogLinear) {
   const h::Mechanism& m = h::find_mechanism("log-linear");
   h::ValueMap in = m.generate({1, 8, 1, 2, 2}, 2, m.resolve_knobs({}));
   in["level_scales"] = larc::ref::Tensor<double>({1, 8, 1, 3});  // T = 8 needs 4 levels
-  expect_refused([&] { m.shape_of(in); }, "log-linear: the level dimension L must be ceil\\(log2 T\\) \\+ 1 = 4 for T = 8, got 3");
+  expect_refused([&] { m.shape_of(in); },
+                 "log-linear: the level dimension L must be at least ceil\\(log2 T\\) \\+ 1 = 4 for T = 8 \\(ceil\\(log2\\(t0 \\+ T\\)\\) \\+ 1 "
+                 "after t0 earlier tokens\\), got 3");
 }
 
 // --- run_case / run_subject / judge_candidate --------------------------------------------------------

@@ -57,7 +57,7 @@ TEST(LogLinearClaims, C3IsFalsified) {
 TEST(LogLinearClaims, C3CounterexampleReproduces) {
   const double baseline = std::log(2.0), mlp = std::log1p(std::exp(0.54));
   ll::Problem<double> p{ll::Variant::mamba2, Mat1(), Mat1(), Mat1(), larc::ref::Vec<double>::Ones(1),
-                        larc::ref::Vec<double>::Ones(1), Mat1(), 1.0};
+                        larc::ref::Vec<double>::Ones(1), Mat1(), 1.0, std::nullopt};
   p.lambda(0, 0) = baseline;
   const double o_base = ll::serial(p)(0, 0);
   p.lambda(0, 0) = mlp;

@@ -108,7 +108,7 @@ std::vector<Family> families() {
                    const Qkv<double> x = qkv<double>(perturbed);
                    Inputs in(6);
                    log_linear::Problem<double> p{variant, x.q, x.k / std::sqrt(double(kDk)), x.v, in.vector<double>(kT, 0.8, 1),
-                                                 in.vector<double>(kT, 0.05, 1), in.matrix<double>(kT, 7, 0, 2), 1.0};
+                                                 in.vector<double>(kT, 0.05, 1), in.matrix<double>(kT, 7, 0, 2), 1.0, std::nullopt};
                    return Outputs{log_linear::chunked(p, kChunk, ops)};
                  }});
   for (bool normalized : {false, true})

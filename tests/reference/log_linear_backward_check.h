@@ -5,13 +5,16 @@
 //     ⟨do, ȯ⟩              (ȯ = J·δ from serial over Dual<S>)
 //   = Σ_x ⟨∇_x L, δx⟩     (∇L = Jᵀ·do from backward or materialized_backward)
 //
-// for a tangent δ of every input (q, k, v, α, β, λ). The problem has no initial or final state.
+// for a tangent δ of every input (q, k, v, α, β, λ and, for a problem continuing after t0 > 0 tokens,
+// its carried level states). The problem has no final state.
 #pragma once
 
 #include <cstdint>
 #include <ostream>
 #include <random>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "backward_duality.h"
 #include "larc/proofs_check/exact.h"
@@ -37,16 +40,24 @@ namespace larc::testing::backward_checks {
 struct LogLinearShape {
   ll::Variant variant = ll::Variant::mamba2;
   Eigen::Index T = 1, dk = 1, dv = 1;
-  int extra_levels = 0;  // λ columns beyond level_count(T): their gradient must be 0
+  int extra_levels = 0;  // λ columns beyond level_count(t0 + T): their gradient must be 0
+  std::uint64_t t0 = 0;  // > 0: the problem continues after t0 tokens from random carried level states
 
   std::string describe() const {
     return std::string(ll::variant_name(variant)) + " T=" + std::to_string(T) + " dk=" + std::to_string(dk) +
-           " dv=" + std::to_string(dv) + " extra_levels=" + std::to_string(extra_levels);
+           " dv=" + std::to_string(dv) + " extra_levels=" + std::to_string(extra_levels) + " t0=" + std::to_string(t0);
   }
 };
 
 inline Eigen::Index lambda_columns(const LogLinearShape& s) {
-  return larc::ref::fenwick::level_count(static_cast<std::uint64_t>(s.T)) + s.extra_levels;
+  return larc::ref::fenwick::level_count(s.t0 + static_cast<std::uint64_t>(s.T)) + s.extra_levels;
+}
+
+// One random rational d_k×d_v matrix per carried level of t0 (none for t0 = 0).
+inline std::vector<Mat<rational>> carried_matrices(larc::proofs::RationalSource& src, const LogLinearShape& s) {
+  std::vector<Mat<rational>> out;
+  for (std::size_t i = 0; i < larc::ref::fenwick::carried_levels(s.t0).size(); ++i) out.push_back(src.matrix(s.dk, s.dv));
+  return out;
 }
 
 // A tangent of the inputs (q, k, v, α, β, λ) has the gradients' shapes.
@@ -80,13 +91,16 @@ inline ll::Problem<rational> make_log_linear_rational_problem(const LogLinearSha
   }
   p.lambda = src.matrix(s.T, lambda_columns(s));
   p.scale = rational(1, 2);
+  if (s.t0 > 0) p.start = ll::Start<rational>{s.t0, carried_matrices(src, s)};
   return p;
 }
 
 inline LogLinearTangent<rational> make_log_linear_tangent(const LogLinearShape& s, std::uint64_t seed) {
   larc::proofs::RationalSource src(seed, 9, 8);
-  return {src.matrix(s.T, s.dk), src.matrix(s.T, s.dk), src.matrix(s.T, s.dv),
-          src.vector(s.T),       src.vector(s.T),       src.matrix(s.T, lambda_columns(s))};
+  LogLinearTangent<rational> d{src.matrix(s.T, s.dk), src.matrix(s.T, s.dk), src.matrix(s.T, s.dv),
+                               src.vector(s.T),       src.vector(s.T),       src.matrix(s.T, lambda_columns(s)), {}};
+  d.d_start_states = carried_matrices(src, s);
+  return d;
 }
 
 inline Mat<rational> make_log_linear_cotangent(const LogLinearShape& s, std::uint64_t seed) {
@@ -94,11 +108,21 @@ inline Mat<rational> make_log_linear_cotangent(const LogLinearShape& s, std::uin
 }
 
 template <class To, class From>
+std::vector<Mat<To>> cast_matrices(const std::vector<Mat<From>>& ms) {
+  std::vector<Mat<To>> out;
+  for (const Mat<From>& m : ms) out.push_back(larc::ref::cast_matrix<To>(m));
+  return out;
+}
+
+template <class To, class From>
 ll::Problem<To> cast_log_linear_problem(const ll::Problem<From>& p) {
   using larc::ref::cast_matrix;
   using larc::ref::cast_vector;
+  std::optional<ll::Start<To>> start;
+  if (p.start) start = ll::Start<To>{p.start->offset, cast_matrices<To>(p.start->level_states)};
   return {p.variant,           cast_matrix<To>(p.q),     cast_matrix<To>(p.k),      cast_matrix<To>(p.v),
-          cast_vector<To>(p.alpha), cast_vector<To>(p.beta), cast_matrix<To>(p.lambda), larc::ref::convert<To>(p.scale)};
+          cast_vector<To>(p.alpha), cast_vector<To>(p.beta), cast_matrix<To>(p.lambda), larc::ref::convert<To>(p.scale),
+          std::move(start)};
 }
 
 template <class To, class From>
@@ -106,7 +130,8 @@ LogLinearTangent<To> cast_log_linear_tangent(const LogLinearTangent<From>& d) {
   using larc::ref::cast_matrix;
   using larc::ref::cast_vector;
   return {cast_matrix<To>(d.dq),     cast_matrix<To>(d.dk),    cast_matrix<To>(d.dv),
-          cast_vector<To>(d.dalpha), cast_vector<To>(d.dbeta), cast_matrix<To>(d.dlambda)};
+          cast_vector<To>(d.dalpha), cast_vector<To>(d.dbeta), cast_matrix<To>(d.dlambda),
+          cast_matrices<To>(d.d_start_states)};
 }
 
 // J·δ: the tangents of the outputs, from serial over duals.
@@ -114,6 +139,12 @@ template <class S>
 Mat<S> log_linear_output_tangents(const ll::Problem<S>& p, const LogLinearTangent<S>& d) {
   using D = larc::ref::Dual<S>;
   using larc::ref::with_tangent;
+  std::optional<ll::Start<D>> start;
+  if (p.start) {
+    start = ll::Start<D>{p.start->offset, {}};
+    for (std::size_t i = 0; i < p.start->level_states.size(); ++i)
+      start->level_states.push_back(with_tangent(p.start->level_states[i], d.d_start_states[i]));
+  }
   const ll::Problem<D> pd{p.variant,
                           with_tangent(p.q, d.dq),
                           with_tangent(p.k, d.dk),
@@ -121,7 +152,8 @@ Mat<S> log_linear_output_tangents(const ll::Problem<S>& p, const LogLinearTangen
                           with_tangent(p.alpha, d.dalpha),
                           with_tangent(p.beta, d.dbeta),
                           with_tangent(p.lambda, d.dlambda),
-                          D(p.scale)};
+                          D(p.scale),
+                          std::move(start)};
   return larc::ref::tangents_of(ll::serial(pd));
 }
 
@@ -135,6 +167,7 @@ Pairing<S> log_linear_input_pairing(const ll::Gradients<S>& g, const LogLinearTa
   p.add(g.dalpha, d.dalpha);
   p.add(g.dbeta, d.dbeta);
   p.add(g.dlambda, d.dlambda);
+  for (std::size_t i = 0; i < g.d_start_states.size(); ++i) p.add(g.d_start_states[i], d.d_start_states[i]);
   return p;
 }
 
@@ -155,6 +188,7 @@ std::string first_difference(const ll::Gradients<S>& a, const ll::Gradients<S>& 
   if (a.dalpha != b.dalpha) return "dalpha";
   if (a.dbeta != b.dbeta) return "dbeta";
   if (a.dlambda != b.dlambda) return "dlambda";
+  if (a.d_start_states != b.d_start_states) return "d_start_states";
   return "";
 }
 

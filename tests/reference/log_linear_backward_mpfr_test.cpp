@@ -1,7 +1,8 @@
 // The log-linear adjoints against central differences at 266-bit MPFR (docs/gradients.md, "How the adjoint
 // is checked"), h = 2⁻⁸⁰, agreement to 30 digits of the sum of |terms| of ⟨∇L, δ⟩:
 //  - backward (checkpoint 3) and materialized_backward along a random rational tangent δ of every input
-//    (q, k, v, α, β, λ), Mamba-2 and GDN, T ∈ {1, 5, 33}: L is a polynomial, so the truncation error is
+//    (q, k, v, α, β, λ; and the carried level states when the problem continues after t0 = 5 tokens),
+//    Mamba-2 and GDN, T ∈ {1, 5, 33}, t0 ∈ {0, 5}: L is a polynomial, so the truncation error is
 //    h² ≈ 2⁻¹⁶⁰ times its third derivative along δ and the rounding error 2⁻²⁶⁶/h ≈ 2⁻¹⁸⁶;
 //  - the log-decay front end dg = α ⊙ dα against central differences in each g_t (α = e^g), one token at
 //    g = −∞ (α = 0), where dg must be exactly 0;
@@ -27,6 +28,8 @@ ll::Problem<mpfr80> moved(const ll::Problem<mpfr80>& p, const LogLinearTangent<m
   r.alpha += h * d.dalpha;
   r.beta += h * d.dbeta;
   r.lambda += h * d.dlambda;
+  if (r.start)
+    for (std::size_t i = 0; i < r.start->level_states.size(); ++i) r.start->level_states[i] += h * d.d_start_states[i];
   return r;
 }
 
@@ -35,17 +38,19 @@ mpfr80 loss(const ll::Problem<mpfr80>& p, const Mat<mpfr80>& d_o) { return ll::s
 const mpfr80 kStep = ldexp(mpfr80(1), -80);
 const mpfr80 kDigits30 = mpfr80("1e-30");
 
-using Param = std::tuple<ll::Variant, Eigen::Index>;
+using Param = std::tuple<ll::Variant, Eigen::Index, std::uint64_t>;
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  return std::string(ll::variant_name(std::get<0>(info.param))) + "_T" + std::to_string(std::get<1>(info.param));
+  const std::uint64_t t0 = std::get<2>(info.param);
+  return std::string(ll::variant_name(std::get<0>(info.param))) + "_T" + std::to_string(std::get<1>(info.param)) +
+         (t0 ? "_t0_" + std::to_string(t0) : "");
 }
 
 class LogLinearBackwardMpfr : public ::testing::TestWithParam<Param> {};
 
 TEST_P(LogLinearBackwardMpfr, AdjointsAgreeWithCentralDifferences) {
-  const auto& [variant, T] = GetParam();
-  const LogLinearShape shape = T % 2 ? LogLinearShape{variant, T, 3, 2, 1} : LogLinearShape{variant, T, 2, 3, 0};
+  const auto& [variant, T, t0] = GetParam();
+  const LogLinearShape shape = T % 2 ? LogLinearShape{variant, T, 3, 2, 1, t0} : LogLinearShape{variant, T, 2, 3, 0, t0};
   const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(T) + (variant == ll::Variant::gdn ? 1 : 0);
   RecordProperty("case", shape.describe() + " seed=" + std::to_string(seed));
   const ll::Problem<mpfr80> p = cast_log_linear_problem<mpfr80>(make_log_linear_rational_problem(shape, seed));
@@ -62,7 +67,8 @@ TEST_P(LogLinearBackwardMpfr, AdjointsAgreeWithCentralDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Grid, LogLinearBackwardMpfr,
                          ::testing::Combine(::testing::Values(ll::Variant::mamba2, ll::Variant::gdn),
-                                            ::testing::Values<Eigen::Index>(1, 5, 33)),
+                                            ::testing::Values<Eigen::Index>(1, 5, 33),
+                                            ::testing::Values<std::uint64_t>(0, 5)),
                          param_name);
 
 TEST(LogLinearBackwardLogDecay, LogDecayGradientAgreesWithCentralDifferencesInG) {

@@ -5,7 +5,9 @@
 //    recurrence's adjoint) at checkpoints C ∈ {1, 3, 64}, for a random rational tangent δ of every input
 //    (q, k, v, α, β, λ), J·δ from serial over Dual<rational>;
 //  - materialized_backward (the dense form's adjoint) equals backward entry by entry;
-//  - Mamba-2's dβ is 0 (it ignores β); a d_o of the wrong shape is refused, naming d_o.
+//  - Mamba-2's dβ is 0 (it ignores β); a d_o of the wrong shape is refused, naming d_o;
+//  - continuing after t0 ∈ {1, 5, 64, 100} tokens from random carried level states, T ∈ {1, 5, 17}: both
+//    checks with the carried states' gradients in the pairing and in the comparison.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -68,6 +70,36 @@ INSTANTIATE_TEST_SUITE_P(Grid, LogLinearBackwardRational,
                          ::testing::Combine(::testing::Values(ll::Variant::mamba2, ll::Variant::gdn),
                                             ::testing::Values<Eigen::Index>(1, 2, 3, 5, 16, 17, 33)),
                          param_name);
+
+using StartParam = std::tuple<ll::Variant, std::uint64_t, Eigen::Index>;
+
+class LogLinearBackwardStartRational : public ::testing::TestWithParam<StartParam> {};
+
+TEST_P(LogLinearBackwardStartRational, AdjointsWithCarriedStates) {
+  const auto& [variant, t0, T] = GetParam();
+  const LogLinearShape shape = T % 2 ? LogLinearShape{variant, T, 3, 2, 1, t0} : LogLinearShape{variant, T, 2, 3, 0, t0};
+  const std::uint64_t seed = 7 * t0 + static_cast<std::uint64_t>(T);
+  RecordProperty("case", shape.describe() + " seed=" + std::to_string(seed));
+  const ll::Problem<rational> p = make_log_linear_rational_problem(shape, seed, T % 4 == 1);
+  const LogLinearTangent<rational> delta = make_log_linear_tangent(shape, seed + 1);
+  const Mat<rational> d_o = make_log_linear_cotangent(shape, seed + 2);
+  const rational lhs = log_linear_cotangent_pairing(d_o, log_linear_output_tangents(p, delta)).value;
+  for (const Eigen::Index checkpoint : {1, 3, 64}) {
+    const ll::Gradients<rational> g = ll::backward(p, d_o, checkpoint);
+    ASSERT_EQ(g.d_start_states.size(), larc::ref::fenwick::carried_levels(t0).size());
+    EXPECT_EQ(lhs - log_linear_input_pairing(g, delta).value, rational(0)) << shape.describe() << " checkpoint " << checkpoint;
+  }
+  EXPECT_EQ(first_difference(ll::materialized_backward(p, d_o), ll::backward(p, d_o, 3)), "") << shape.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, LogLinearBackwardStartRational,
+                         ::testing::Combine(::testing::Values(ll::Variant::mamba2, ll::Variant::gdn),
+                                            ::testing::Values<std::uint64_t>(1, 5, 64, 100),
+                                            ::testing::Values<Eigen::Index>(1, 5, 17)),
+                         [](const ::testing::TestParamInfo<StartParam>& info) {
+                           return std::string(ll::variant_name(std::get<0>(info.param))) + "_t0_" +
+                                  std::to_string(std::get<1>(info.param)) + "_T" + std::to_string(std::get<2>(info.param));
+                         });
 
 TEST(LogLinearBackwardRational, RefusesACotangentOfTheWrongShape) {
   const LogLinearShape shape{ll::Variant::gdn, 4, 2, 3, 0};

@@ -95,7 +95,7 @@ TEST(LogLinearBatched, GdnVariantIsTheHeadwiseReference) {
       ll::Problem<double> p{ll::Variant::gdn, larc::ref::head_rows(x.q, b, 0), larc::ref::head_rows(x.k, b, 0),
                             larc::ref::head_rows(x.v, b, h),
                             larc::ref::head_gate(x.g, b, h).unaryExpr([](double g) { return std::exp(g); }),
-                            larc::ref::head_gate(x.beta, b, h), larc::ref::head_rows(x.level_scales, b, h), 0.5};
+                            larc::ref::head_gate(x.beta, b, h), larc::ref::head_rows(x.level_scales, b, h), 0.5, std::nullopt};
       EXPECT_EQ(larc::ref::head_rows(o, b, h), ll::chunked(p, 4)) << b << "," << h;
       EXPECT_EQ(larc::ref::head_rows(om, b, h), ll::materialized(p)) << b << "," << h;
     }

@@ -42,7 +42,7 @@ h::CaseSpec spec_of(const std::string& mechanism, Dtype d, h::Shape s, std::uint
 }
 
 // The golden set (< 2 MB): every mechanism in bf16 and fp32 at [1, 100, 2, 8, 8] (T not a multiple of
-// the chunk), near-collinear GDN keys, GDN, CCQ and HLA (forward and gradients) with a random initial state, and cases shaped for flash-linear-attention's kernels: GDN for
+// the chunk), near-collinear GDN keys, GDN, CCQ, HLA and log-linear attention (forward and gradients) with a random initial state, and cases shaped for flash-linear-attention's kernels: GDN for
 // chunk_gated_delta_rule (K = V = 64) and log-linear for chunk_log_linear_attn (q, k [B,T,1,64], V = 64).
 std::vector<GoldenCase> golden_set() {
   std::vector<GoldenCase> g;
@@ -54,9 +54,10 @@ std::vector<GoldenCase> golden_set() {
   for (Dtype d : {Dtype::bf16, Dtype::fp32})  // a random initial state: a kernel that ignores it fails
     g.push_back({"gdn_h0_" + std::string(larc::ref::dtype_name(d)) + "_T100.safetensors",
                  spec_of("gdn", d, {1, 100, 2, 8, 8}, 6, {{h::kInitialStateKnob, 2}})});
-  // CCQ's state: the memory and the key statistics; HLA's: its summaries.
+  // CCQ's state: the memory and the key statistics; HLA's: its summaries; log-linear attention's: the offset
+  // t0 and its level states.
   for (const char* m : {"ccq-gdn", "ccq-gdn-backward", "hla", "hla-backward", "hla-normalized", "hla-normalized-backward", "ahla",
-                        "ahla-backward"})
+                        "ahla-backward", "log-linear", "log-linear-gdn-backward"})
     g.push_back({std::string(m) + "_h0_fp32_T100.safetensors", spec_of(m, Dtype::fp32, {1, 100, 2, 8, 8}, 6, {{h::kInitialStateKnob, 2}})});
   g.push_back({"fla_gdn_bf16_T256.safetensors", spec_of("gdn", Dtype::bf16, {1, 256, 2, 64, 64}, 3)});
   g.push_back({"fla_gdn_fp32_T128.safetensors", spec_of("gdn", Dtype::fp32, {1, 128, 1, 64, 64}, 4)});

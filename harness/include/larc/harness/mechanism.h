@@ -26,7 +26,12 @@ namespace larc::harness {
 struct Shape {
   std::int64_t B = 1, T = 1, H = 1, K = 1, V = 1;
   std::int64_t HV = 0;
+  // A log-linear case's level count L (dims letter L), 0 for ⌈log2 T⌉ + 1. A case continuing a sequence
+  // after t0 tokens has level_count(t0 + T): its generator sets the inputs' L, and prepare_case and a
+  // fixture's reader take it from them (str() and parse() leave it out: it follows from the case).
+  std::int64_t L = 0;
   std::int64_t value_heads() const { return HV == 0 ? H : HV; }
+  std::int64_t levels() const;
   // "B,T,H,K,V", e.g. "1,256,2,64,64", and "B,T,H,K,V,HV" when HV ≠ H, e.g. "1,256,2,64,64,8".
   std::string str() const;
   static Shape parse(const std::string& s);  // throws std::invalid_argument naming the field
@@ -34,13 +39,14 @@ struct Shape {
   // or an HV that is not a multiple of H.
   void require_positive() const;
   bool operator==(const Shape& o) const {
-    return B == o.B && T == o.T && H == o.H && K == o.K && V == o.V && value_heads() == o.value_heads();
+    return B == o.B && T == o.T && H == o.H && K == o.K && V == o.V && value_heads() == o.value_heads() &&
+           levels() == o.levels();
   }
 };
 
 // A tensor's dims as letters: B, T, H, K, V, W (the value heads HV, = H unless grouped), 1 (a dimension
-// of size one) or L (the log-linear level count ⌈log2 T⌉ + 1), e.g. "BTHK", "BHKV", "BTWV", "BT1K",
-// "BTHL".
+// of size one) or L (the log-linear level count Shape::levels(), ⌈log2 T⌉ + 1 unless the case continues a
+// sequence), e.g. "BTHK", "BHKV", "BTWV", "BT1K", "BTHL", "BHLKV".
 std::vector<std::int64_t> dims_of(const std::string& letters, const Shape& s);
 
 struct TensorSpec {
@@ -48,7 +54,9 @@ struct TensorSpec {
   std::string dims;     // letters, see dims_of
   std::string meaning;  // one line for docs and `larc fixtures show`
   bool always_fp32 = false;  // kept in float32 whatever the case's dtype (FLA's initial and final states)
-  bool optional = false;     // an input a case may leave out (the initial state: zero when absent)
+  // An input a case may leave out (the initial state: zero when absent); an output a case may not have
+  // (a gradient of an optional input: present, and judged, only when the oracle computes it).
+  bool optional = false;
   // The values an input may hold, bounds included (e.g. max = 0 for log-decays); Mechanism::shape_of
   // refuses a value outside them naming the input.
   double min = -std::numeric_limits<double>::infinity(), max = std::numeric_limits<double>::infinity();

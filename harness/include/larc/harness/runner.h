@@ -41,9 +41,11 @@ struct PreparedCase {
   std::string oracle_method;  // how oracle_error was estimated
 };
 
-// Every output of `m` for shape `s`, allocated in its dtype (the case's, or fp32 for final states) and
-// poisoned with NaN: what a subject's launcher receives.
+// Every output of `m` for shape `s` but the optional ones, allocated in its dtype (the case's, or fp32 for
+// final states) and poisoned with NaN; for a prepared case, also the optional outputs its oracle has (a
+// gradient of an optional input the case holds): what a subject's launcher receives.
 TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype);
+TensorMap poisoned_outputs(const Mechanism& m, const PreparedCase& p);
 
 // Generates the inputs of `spec` and computes the oracle and its error estimate. A size below 1 or a
 // tensor past kMaxTensorElements throws std::invalid_argument naming it.

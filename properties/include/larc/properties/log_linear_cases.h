@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "larc/properties/generators.h"
@@ -30,6 +31,11 @@ ref::log_linear::Problem<ref::rational> rational_log_linear_problem(const LogLin
 
 template <class To>
 ref::log_linear::Problem<To> cast_log_linear_problem(const ref::log_linear::Problem<double>& p) {
+  std::optional<ref::log_linear::Start<To>> start;
+  if (p.start) {
+    start = ref::log_linear::Start<To>{p.start->offset, {}};
+    for (const ref::Mat<double>& z : p.start->level_states) start->level_states.push_back(ref::cast_matrix<To>(z));
+  }
   return {p.variant,
           ref::cast_matrix<To>(p.q),
           ref::cast_matrix<To>(p.k),
@@ -37,7 +43,8 @@ ref::log_linear::Problem<To> cast_log_linear_problem(const ref::log_linear::Prob
           ref::cast_vector<To>(p.alpha),
           ref::cast_vector<To>(p.beta),
           ref::cast_matrix<To>(p.lambda),
-          ref::from_double<To>(p.scale)};
+          ref::from_double<To>(p.scale),
+          std::move(start)};
 }
 
 }  // namespace larc::props

@@ -57,6 +57,16 @@ inline std::vector<Bucket> buckets(std::uint64_t t) {
   return out;
 }
 
+// The levels of the buckets that the tokens [0, t0) form at query t0, increasing: ℓ = b + 1 for every set
+// bit b of t0 (buckets(t0) without level 0). Tokens of one such bucket share their level with every later
+// query t ≥ t0, so a sequence continued after t0 tokens needs one state per level here, no more.
+inline std::vector<int> carried_levels(std::uint64_t t0) {
+  require_position(t0, "t0");
+  std::vector<int> out;
+  for (std::uint64_t rest = t0; rest != 0; rest &= rest - 1) out.push_back(std::countr_zero(rest) + 1);
+  return out;
+}
+
 // Non-empty levels at query t: level 0 and one per set bit of t.
 inline int live_levels(std::uint64_t t) {
   require_position(t, "t");

@@ -9,6 +9,23 @@
 // Tokens are 0-indexed; ℓ is fenwick::level. Decays are carried as a = e^{g} (no exp in the forms),
 // so exact rational runs are possible; λ is a T×L matrix (row t, column ℓ) with L ≥ level_count(T).
 //
+// Continuing a sequence (docs/gradients.md, "Continuing a sequence"): a problem may start after t0
+// earlier tokens. Its Start holds t0 and the states of the buckets those tokens form at query t0
+// (fenwick::carried_levels(t0): level ℓ for each set bit ℓ − 1 of t0; the bucket holds the tokens
+// [t0_ℓ − 2^{ℓ−1}, t0_ℓ), t0_ℓ = t0 with its low ℓ − 1 bits cleared), each
+//
+//   Z^{(ℓ)} = Σ_{s in bucket ℓ} [Π_{r=s+1..t0−1} M_r] w_s k_s v_s^T              (transitions up to t0 − 1)
+//
+// Row t of the problem is then token t0 + t: every level is that of the absolute positions, λ keeps the
+// problem's own rows (L ≥ level_count(t0 + T)), and
+//
+//   o_t = scale Σ_{s≤t} λ_t^{(ℓ(t0+t, t0+s))} q_t^T [Π_{r=s+1..t} M_r] w_s k_s v_s^T
+//       + scale Σ_{ℓ carried} λ_t^{(ℓ(t0+t, t0_ℓ − 1))} q_t^T [Π_{r=0..t} M_r] Z^{(ℓ)}.
+//
+// A bucket of t0 stays together at every later query (one level for all its tokens), so running
+// [0, t0 + T) whole equals running [0, t0) and continuing [t0, t0 + T) from continuation_start of the first
+// part, in every form.
+//
 // Verbs: materialized (O = (H ⊙ A) V, A_ts = q_t^T Π M w_s k_s: QK^T ⊙ decay products for Mamba-2, the
 // ordered products of delta_rule::materialized for GDN), serial (State::step over the sequence: the
 // per-level states with the cascade), chunked (any power-of-two chunk C, any T: intra-chunk levels on
@@ -18,6 +35,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,6 +53,14 @@ enum class Variant { mamba2, gdn };
 
 inline const char* variant_name(Variant v) { return v == Variant::mamba2 ? "mamba2" : "gdn"; }
 
+// Where a problem continues a sequence: `offset` = t0 earlier tokens, and `level_states` one d_k×d_v state
+// Z^{(ℓ)} per level of fenwick::carried_levels(t0), in that (increasing) order. t0 = 0 has none.
+template <class S>
+struct Start {
+  std::uint64_t offset = 0;
+  std::vector<Mat<S>> level_states;
+};
+
 template <class S>
 struct Problem {
   Variant variant = Variant::mamba2;
@@ -43,8 +69,11 @@ struct Problem {
   Vec<S> beta;     // T steps β_t (GDN only; ignored for Mamba-2)
   Mat<S> lambda;   // T×L level scales, λ(t, ℓ) = λ_t^{(ℓ)}, L ≥ level_count(T)
   S scale = S(1);  // read scale; FLA's chunk_log_linear_attn applies none (1)
+  std::optional<Start<S>> start;  // none: the sequence starts at token 0
 
   Eigen::Index T() const { return q.rows(); }
+  // t0, the absolute position of row 0.
+  std::uint64_t offset() const { return start ? start->offset : 0; }
   Eigen::Index dk() const { return q.cols(); }
   Eigen::Index dv() const { return v.cols(); }
 };
@@ -62,10 +91,25 @@ void validate(const Problem<S>& p) {
   need(p.alpha.size() == T, "alpha must have T entries");
   if (p.variant == Variant::gdn) need(p.beta.size() == T, "beta must have T entries (GDN variant)");
   need(p.lambda.rows() == T, "lambda must have T rows (one per query token)");
+  const std::uint64_t t0 = p.offset();
+  if (p.start) {
+    need(t0 < fenwick::kPositionLimit - static_cast<std::uint64_t>(T), "start.offset + T must be < 2^62");
+    const std::vector<int> levels = fenwick::carried_levels(t0);
+    need(p.start->level_states.size() == levels.size(),
+         "start.level_states must hold one state per bucket of t0 = " + std::to_string(t0) + " (popcount(t0) = " +
+             std::to_string(levels.size()) + "), got " + std::to_string(p.start->level_states.size()));
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      const Mat<S>& z = p.start->level_states[i];
+      need(z.rows() == p.dk() && z.cols() == p.dv(), "start.level_states[" + std::to_string(i) + "] (level " +
+                                                         std::to_string(levels[i]) + ") must be d_k×d_v");
+    }
+  }
   if (T > 0) {
-    const int L = fenwick::level_count(static_cast<std::uint64_t>(T));
-    need(p.lambda.cols() >= L, "lambda must have at least level_count(T) = ceil(log2 T) + 1 = " + std::to_string(L) +
-                                   " columns, got " + std::to_string(p.lambda.cols()));
+    const int L = fenwick::level_count(t0 + static_cast<std::uint64_t>(T));
+    const std::string count = p.start ? "level_count(t0 + T) = ceil(log2(t0 + T)) + 1 = " + std::to_string(L) +
+                                            " columns (t0 = " + std::to_string(t0) + ")"
+                                      : "level_count(T) = ceil(log2 T) + 1 = " + std::to_string(L) + " columns";
+    need(p.lambda.cols() >= L, "lambda must have at least " + count + ", got " + std::to_string(p.lambda.cols()));
   }
 }
 
@@ -84,17 +128,48 @@ Mat<S> decay_products(const Vec<S>& a) {
   return d;
 }
 
-// H ⊙ A for the block of positions offset..offset+n−1: entry (t, s), s ≤ t, times λ_{offset+t}^{(ℓ)}
-// with ℓ = level(offset+t, offset+s); entries above the diagonal are dropped.
+// H ⊙ A for the block of rows first_row..first_row+n−1 of a problem whose row 0 is token t0: entry (t, s),
+// s ≤ t, times λ_{first_row+t}^{(ℓ)} with ℓ = level(t0+first_row+t, t0+first_row+s); entries above the
+// diagonal are dropped.
 template <class S>
-Mat<S> weight_by_level(const Mat<S>& a, const Mat<S>& lambda, Eigen::Index offset) {
+Mat<S> weight_by_level(const Mat<S>& a, const Mat<S>& lambda, Eigen::Index first_row, std::uint64_t t0 = 0) {
   Mat<S> h = Mat<S>::Zero(a.rows(), a.cols());
+  const std::uint64_t first = t0 + static_cast<std::uint64_t>(first_row);
   for (Eigen::Index t = 0; t < a.rows(); ++t) {
-    const auto qt = static_cast<std::uint64_t>(offset + t);
+    const std::uint64_t qt = first + static_cast<std::uint64_t>(t);
     for (Eigen::Index s = 0; s <= t; ++s)
-      h(t, s) = a(t, s) * lambda(offset + t, fenwick::level(qt, static_cast<std::uint64_t>(offset + s)));
+      h(t, s) = a(t, s) * lambda(first_row + t, fenwick::level(qt, first + static_cast<std::uint64_t>(s)));
   }
   return h;
+}
+
+// The level at which query position `position` reads the carried bucket of t0 at level ℓ (its newest
+// token is t0_ℓ − 1, t0_ℓ = t0 with its low ℓ − 1 bits cleared).
+inline int carried_level_at(std::uint64_t position, std::uint64_t t0, int level) {
+  const std::uint64_t newest = (t0 & ~((std::uint64_t{1} << (level - 1)) - 1)) - 1;
+  return fenwick::level(position, newest);
+}
+
+// R_ℓ, row t = q_t^T [Π_{r=0..t} M_r] Z^{(ℓ)}: the reads of the carried states through the problem's own
+// transitions, one T×d_v matrix per carried level. Mamba-2: the prefix products of a times Q Z; GDN: one
+// delta_rule::materialized run over the values 0 from the initial state [Z^{(ℓ1)} | Z^{(ℓ2)} | …].
+template <class S>
+std::vector<Mat<S>> carried_reads(const Problem<S>& p) {
+  std::vector<Mat<S>> reads;
+  if (!p.start || p.start->level_states.empty()) return reads;
+  const auto& states = p.start->level_states;
+  const Eigen::Index n = static_cast<Eigen::Index>(states.size()), dv = p.dv();
+  if (p.variant == Variant::mamba2) {
+    Vec<S> through(p.T());
+    for (Eigen::Index t = 0; t < p.T(); ++t) through(t) = t == 0 ? p.alpha(0) : S(through(t - 1) * p.alpha(t));
+    for (const Mat<S>& z : states) reads.push_back(through.asDiagonal() * (p.q * z));
+    return reads;
+  }
+  delta_rule::Problem<S> zero_values{p.q, p.k, Mat<S>::Zero(p.T(), n * dv), p.alpha, p.beta, S(1), Mat<S>(p.dk(), n * dv)};
+  for (Eigen::Index i = 0; i < n; ++i) zero_values.initial_state->middleCols(i * dv, dv) = states[static_cast<std::size_t>(i)];
+  const Mat<S> all = delta_rule::materialized(zero_values).o;
+  for (Eigen::Index i = 0; i < n; ++i) reads.push_back(all.middleCols(i * dv, dv));
+  return reads;
 }
 
 }  // namespace detail
@@ -102,6 +177,8 @@ Mat<S> weight_by_level(const Mat<S>& a, const Mat<S>& lambda, Eigen::Index offse
 // The materialized form (SPEC §4): O = scale (H ⊙ A) V with H(t, s) = λ_t^{(ℓ(t,s))} and
 // A(t, s) = q_t^T [Π_{r=s+1..t} M_r] w_s k_s: (Q K^T) ⊙ Π a for Mamba-2; for GDN the ordered products
 // of delta_rule::materialized, read off as its outputs for the values V = I_T. O(T²) and more.
+// With a start, the carried states' reads R_ℓ are added, row t weighted by λ_t at the level of the
+// bucket for position t0 + t.
 template <class S>
 Mat<S> materialized(const Problem<S>& p) {
   validate(p);
@@ -112,7 +189,14 @@ Mat<S> materialized(const Problem<S>& p) {
     const delta_rule::Problem<S> identity_values{p.q, p.k, Mat<S>::Identity(p.T(), p.T()), p.alpha, p.beta, S(1), {}};
     a = delta_rule::materialized(identity_values).o;
   }
-  return p.scale * (detail::weight_by_level(a, p.lambda, 0) * p.v);
+  const std::uint64_t t0 = p.offset();
+  Mat<S> o = detail::weight_by_level(a, p.lambda, 0, t0) * p.v;
+  const std::vector<Mat<S>> reads = detail::carried_reads(p);
+  const std::vector<int> levels = fenwick::carried_levels(t0);
+  for (std::size_t i = 0; i < reads.size(); ++i)
+    for (Eigen::Index t = 0; t < p.T(); ++t)
+      o.row(t) += p.lambda(t, detail::carried_level_at(t0 + static_cast<std::uint64_t>(t), t0, levels[i])) * reads[i].row(t);
+  return p.scale * o;
 }
 
 // One state per level and its count of units (tokens, or chunks for the chunked form). SPEC §4:
@@ -121,6 +205,24 @@ Mat<S> materialized(const Problem<S>& p) {
 template <class S>
 class LevelStack {
  public:
+  LevelStack() = default;
+  // The stack as the cascade leaves it before unit n, given the buckets of the n earlier units
+  // (levels = fenwick::carried_levels(n), increasing, each ≥ 1): level levels[i] holds 2^{levels[i]−1}
+  // units with state states[i]; level 0 is empty.
+  static LevelStack carried(const std::vector<int>& levels, const std::vector<Mat<S>>& states) {
+    LevelStack stack;
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      const auto l = static_cast<std::size_t>(levels[i]);
+      if (l < 1) throw std::logic_error("log_linear::LevelStack::carried: a carried level is >= 1");
+      if (stack.counts_.size() <= l) {
+        stack.counts_.resize(l + 1, 0);
+        stack.states_.resize(l + 1);
+      }
+      stack.states_[l] = states[i];
+      stack.counts_[l] = std::uint64_t{1} << (l - 1);
+    }
+    return stack;
+  }
   void cascade() {
     for (std::size_t l = 0; l < counts_.size() && counts_[l] == (std::uint64_t{1} << l); ++l) {
       if (l + 1 == counts_.size()) {
@@ -182,6 +284,11 @@ class State {
   State(Variant variant, Eigen::Index dk, Eigen::Index dv) : variant_(variant), dk_(dk), dv_(dv) {
     if (dk < 1 || dv < 1) throw std::invalid_argument("log_linear::State: d_k and d_v must be >= 1");
   }
+  // Continues after start.offset tokens from their carried level states (validated as Problem's are).
+  State(Variant variant, Eigen::Index dk, Eigen::Index dv, const Start<S>& start) : State(variant, dk, dv) {
+    levels_ = LevelStack<S>::carried(fenwick::carried_levels(start.offset), start.level_states);
+    tokens_ = start.offset;
+  }
 
   Vec<S> step(const Vec<S>& q, const Vec<S>& k, const Vec<S>& v, const S& alpha, const S& beta, const Vec<S>& lambda,
               const S& scale) {
@@ -212,6 +319,14 @@ class State {
   }
 
   std::uint64_t tokens() const { return tokens_; }
+  // The Start that continues after the tokens absorbed so far: the levels as the next cascade leaves them.
+  Start<S> start() const {
+    LevelStack<S> cascaded = levels_;
+    cascaded.cascade();
+    Start<S> out{tokens_, {}};
+    cascaded.for_each_live([&](int, const Mat<S>& s) { out.level_states.push_back(s); });
+    return out;
+  }
   std::size_t live_levels() const { return levels_.live_levels(); }
   std::size_t live_bytes() const { return levels_.live_bytes(); }
   const LevelStack<S>& levels() const { return levels_; }
@@ -237,11 +352,17 @@ class State {
   std::uint64_t tokens_ = 0;
 };
 
+// The state a problem starts from: its Start's, or the empty one.
+template <class S>
+State<S> initial_state(const Problem<S>& p) {
+  return p.start ? State<S>(p.variant, p.dk(), p.dv(), *p.start) : State<S>(p.variant, p.dk(), p.dv());
+}
+
 // The recurrent form: State::step over the sequence.
 template <class S>
 Mat<S> serial(const Problem<S>& p) {
   validate(p);
-  State<S> st(p.variant, p.dk(), p.dv());
+  State<S> st = initial_state(p);
   Mat<S> o(p.T(), p.dv());
   const S no_beta(1);
   for (Eigen::Index t = 0; t < p.T(); ++t)
@@ -249,6 +370,20 @@ Mat<S> serial(const Problem<S>& p) {
                        p.variant == Variant::gdn ? p.beta(t) : no_beta, p.lambda.row(t).transpose(), p.scale)
                    .transpose();
   return o;
+}
+
+// The Start that continues a sequence after p's tokens (serial's level states after its last token,
+// as the next cascade leaves them); offset = p.offset() + T.
+template <class S>
+Start<S> continuation_start(const Problem<S>& p) {
+  validate(p);
+  State<S> st = initial_state(p);
+  const S no_beta(1);
+  for (Eigen::Index t = 0; t < p.T(); ++t) {
+    st.cascade();
+    st.absorb(p.k.row(t).transpose(), p.v.row(t).transpose(), p.alpha(t), p.variant == Variant::gdn ? p.beta(t) : no_beta);
+  }
+  return st.start();
 }
 
 // What a chunk of tokens c0..c0+n−1 does, as matrices (M_r, w_s as in the header comment):
@@ -317,27 +452,61 @@ ChunkOperators<S> chunk_operators(const Problem<S>& p, Eigen::Index c0, Eigen::I
 // state (the inter-chunk reads), carry_matrix and the level state (GDN's carry), and write and V (the
 // chunk's new state). The decay products, the level weights λ and the level states' sums stay in S
 // (docs/gate.md "Precision grades").
+//
+// With a start after t0 tokens the chunks are those of the absolute positions (chunk c holds tokens
+// [cC, (c+1)C)), so the first one is partial when C does not divide t0. The carried buckets above level
+// log2 C are whole chunks and start the chunk stack (at chunk level ℓ − log2 C); those at levels ≤ log2 C
+// lie in t0's own chunk: the chunk that finishes it reads each of them through query_through at its own
+// level ℓ(t0 + t, ·), carries it, and adds it to the chunk's new state (together they are that chunk's
+// tokens). Their products go through `ops` as the level states' do.
 template <class S>
 Mat<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p);
   if (chunk < 1 || !std::has_single_bit(static_cast<std::uint64_t>(chunk)))
     throw std::invalid_argument("log_linear::chunked: chunk size must be a power of two >= 1, got " + std::to_string(chunk));
   const int log2_chunk = std::countr_zero(static_cast<std::uint64_t>(chunk));
-  LevelStack<S> earlier;
+  const std::uint64_t t0 = p.offset();
+  std::vector<int> chunk_levels, in_chunk_levels;  // the carried buckets: whole chunks, and those in t0's chunk
+  std::vector<Mat<S>> chunk_states, in_chunk_states;
+  const std::vector<int> carried = fenwick::carried_levels(t0);
+  for (std::size_t i = 0; i < carried.size(); ++i) {
+    if (carried[i] > log2_chunk) {
+      chunk_levels.push_back(carried[i] - log2_chunk);
+      chunk_states.push_back(p.start->level_states[i]);
+    } else {
+      in_chunk_levels.push_back(carried[i]);
+      in_chunk_states.push_back(p.start->level_states[i]);
+    }
+  }
+  LevelStack<S> earlier = LevelStack<S>::carried(chunk_levels, chunk_states);
   Mat<S> o(p.T(), p.dv());
-  for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
-    const Eigen::Index n = std::min(chunk, p.T() - c0);
+  for (Eigen::Index c0 = 0; c0 < p.T();) {
+    const std::uint64_t position = t0 + static_cast<std::uint64_t>(c0);
+    const Eigen::Index n = std::min(static_cast<Eigen::Index>(static_cast<std::uint64_t>(chunk) - position % static_cast<std::uint64_t>(chunk)), p.T() - c0);
     earlier.cascade();
     const ChunkOperators<S> operators = chunk_operators(p, c0, n, ops);
     const Mat<S> V = p.v.middleRows(c0, n);
-    Mat<S> oc = ops.product(detail::weight_by_level(operators.attention, p.lambda, c0), V);
+    Mat<S> oc = ops.product(detail::weight_by_level(operators.attention, p.lambda, c0, t0), V);
     earlier.for_each_live([&](int j, const Mat<S>& state) {
       const Mat<S> read = ops.product(operators.query_through, state);
       for (Eigen::Index t = 0; t < n; ++t) oc.row(t) += p.lambda(c0 + t, j + log2_chunk) * read.row(t);
     });
+    for (std::size_t i = 0; i < in_chunk_states.size(); ++i) {
+      const Mat<S> read = ops.product(operators.query_through, in_chunk_states[i]);
+      for (Eigen::Index t = 0; t < n; ++t)
+        oc.row(t) += p.lambda(c0 + t, detail::carried_level_at(position + static_cast<std::uint64_t>(t), t0, in_chunk_levels[i])) *
+                     read.row(t);
+    }
     o.middleRows(c0, n) = p.scale * oc;
     earlier.for_each_live([&](int, Mat<S>& state) { operators.carry(state, ops); });
-    earlier.push(ops.product(operators.write, V));
+    Mat<S> written = ops.product(operators.write, V);
+    for (Mat<S>& state : in_chunk_states) {
+      operators.carry(state, ops);
+      written += state;
+    }
+    in_chunk_states.clear();
+    earlier.push(std::move(written));
+    c0 += n;
   }
   return o;
 }

@@ -4,9 +4,9 @@
 //     L = Σ_t ⟨do_t, o_t⟩
 //
 // of o_t = scale Σ_{s≤t} λ_t^{(ℓ(t,s))} q_t^T [Π_{r=s+1..t} M_r] w_s k_s v_s^T (log_linear.h), it returns
-// ∂L/∂ of every input of Problem: q, k, v, the decays α, the steps β (GDN), the level scales λ. The
-// problem has no initial state and returns no final state, so do is the only cotangent; scale is a
-// fixed parameter.
+// ∂L/∂ of every input of Problem: q, k, v, the decays α, the steps β (GDN), the level scales λ and, for a
+// problem with a start, its carried level states Z^{(ℓ)}. The problem returns no final state, so do is
+// the only cotangent; scale and the start's offset t0 are fixed parameters.
 //
 // Two adjoints of the same function, computed independently:
 //   backward              the adjoint of serial (the Fenwick recurrence: per-level states, cascade,
@@ -40,6 +40,7 @@ struct Gradients {
   Vec<S> dalpha;        // T
   Vec<S> dbeta;         // T (zero for Mamba-2, whose β is ignored)
   Mat<S> dlambda;       // T×L like p.lambda; 0 at levels not live at t and in spare columns
+  std::vector<Mat<S>> d_start_states;  // like p.start->level_states (empty without a start)
 };
 
 namespace detail {
@@ -47,8 +48,10 @@ namespace detail {
 template <class S>
 Gradients<S> zero_gradients(const Problem<S>& p) {
   const Eigen::Index T = p.T();
-  return {Mat<S>::Zero(T, p.dk()), Mat<S>::Zero(T, p.dk()), Mat<S>::Zero(T, p.dv()),
-          Vec<S>::Zero(T),         Vec<S>::Zero(T),         Mat<S>::Zero(T, p.lambda.cols())};
+  Gradients<S> g{Mat<S>::Zero(T, p.dk()), Mat<S>::Zero(T, p.dk()), Mat<S>::Zero(T, p.dv()),
+                 Vec<S>::Zero(T),         Vec<S>::Zero(T),         Mat<S>::Zero(T, p.lambda.cols()), {}};
+  if (p.start) g.d_start_states.assign(p.start->level_states.size(), Mat<S>::Zero(p.dk(), p.dv()));
+  return g;
 }
 
 template <class S>
@@ -94,7 +97,9 @@ std::vector<std::pair<int, bool>> cascade_merges(const LevelStack<S>& levels, in
 //   cascade  each merge of level ℓ into ℓ+1, last first: D^{(ℓ)} = D^{(ℓ+1)}, and D^{(ℓ+1)} = 0 if
 //            level ℓ+1 was empty (ℓ was moved, not added).
 // Checkpointed every `checkpoint` tokens (checkpointed_reverse.h): the level stacks are recomputed
-// with serial's own cascade and absorb, never by inverting a transition (α may be 0).
+// with serial's own cascade and absorb, never by inverting a transition (α may be 0). With a start, the
+// sweep begins from its carried levels, and after token 0 each D^{(ℓ)} of a carried level ℓ is ∂L/∂Z^{(ℓ)}
+// (the cascade before token 0 merges nothing: level 0 is empty).
 template <class S>
 Gradients<S> backward(const Problem<S>& p, const Mat<S>& d_o, Eigen::Index checkpoint = 64) {
   validate(p);
@@ -102,11 +107,12 @@ Gradients<S> backward(const Problem<S>& p, const Mat<S>& d_o, Eigen::Index check
   const Eigen::Index T = p.T(), K = p.dk(), V = p.dv();
   Gradients<S> g = detail::zero_gradients(p);
   if (T == 0) return g;
-  const int level_limit = fenwick::level_count(static_cast<std::uint64_t>(T));  // levels 0..level_limit−1 are used
+  // levels 0..level_limit−1 are used
+  const int level_limit = fenwick::level_count(p.offset() + static_cast<std::uint64_t>(T));
   std::vector<Mat<S>> d_levels(static_cast<std::size_t>(level_limit) + 1, Mat<S>::Zero(K, V));
   const bool is_gdn = p.variant == Variant::gdn;
   reverse_over_states(
-      State<S>(p.variant, K, V), T, checkpoint,
+      initial_state(p), T, checkpoint,
       [&p](Eigen::Index t, State<S>& state) { detail::absorb_token(p, t, state); },
       [&](Eigen::Index t, const State<S>& before, const State<S>& after) {
         const auto q = p.q.row(t).transpose();
@@ -151,6 +157,8 @@ Gradients<S> backward(const Problem<S>& p, const Mat<S>& d_o, Eigen::Index check
           if (moved) d_levels[static_cast<std::size_t>(l) + 1].setZero();
         }
       });
+  const std::vector<int> carried = fenwick::carried_levels(p.offset());
+  for (std::size_t i = 0; i < g.d_start_states.size(); ++i) g.d_start_states[i] = d_levels[static_cast<std::size_t>(carried[i])];
   return g;
 }
 
@@ -161,6 +169,12 @@ Gradients<S> backward(const Problem<S>& p, const Mat<S>& d_o, Eigen::Index check
 //            dα_r = Σ_{t≥r} Dp_tr X_tr with X_tr = Σ_{s<r} (dA ⊙ Q K^T)_ts Dp_{r−1,s}
 //            (∂Dp_ts/∂α_r = Dp_{r−1,s} Dp_tr, a product: no division by α_r);
 //   GDN, A = delta_rule::materialized over the values I_T: delta_rule::backward with do = dA.
+// With a start, the carried reads R_ℓ (row t = q_t^T [Π_{r=0..t} M_r] Z^{(ℓ)}, weighted by λ_t at the
+// bucket's level ℓ_t for position t0 + t) add dλ_t^{(ℓ_t)} += scale do_t·R_ℓ[t] and dR_ℓ[t] = scale λ_t^{(ℓ_t)} do_t:
+//   Mamba-2, R_ℓ[t] = P_t Z^{(ℓ)T} q_t with P_t = Π_{r=0..t} α_r:  dq_t += P_t Z^{(ℓ)} dR_ℓ[t],
+//            dZ^{(ℓ)} = Σ_t P_t q_t dR_ℓ[t]^T,  dα_r += Σ_{t≥r} dP_t P_{r−1} Dp_tr  (dP_t = Σ_ℓ q_t^T Z^{(ℓ)} dR_ℓ[t]);
+//   GDN, one delta_rule problem over the values [I_T | 0] from the initial state [0 | Z^{(ℓ1)} | …], whose
+//            outputs are [A | R_ℓ1 | …]: delta_rule::backward with do = [dA | dR_ℓ1 | …] (its dS_0 holds dZ).
 // O(T² (d_k + d_v)) time and O(T²) memory.
 template <class S>
 Gradients<S> materialized_backward(const Problem<S>& p, const Mat<S>& d_o) {
@@ -169,6 +183,11 @@ Gradients<S> materialized_backward(const Problem<S>& p, const Mat<S>& d_o) {
   const Eigen::Index T = p.T();
   Gradients<S> g = detail::zero_gradients(p);
   if (T == 0 || d_o.size() == 0) return g;
+  const std::uint64_t t0 = p.offset();
+  const std::vector<int> carried = fenwick::carried_levels(t0);
+  const std::vector<Mat<S>> reads = detail::carried_reads(p);
+  const auto n_carried = static_cast<Eigen::Index>(reads.size());
+  std::vector<Mat<S>> d_reads(reads.size(), Mat<S>(T, p.dv()));
   Mat<S> a, scores, decays;
   if (p.variant == Variant::mamba2) {
     scores = p.q * p.k.transpose();
@@ -178,20 +197,40 @@ Gradients<S> materialized_backward(const Problem<S>& p, const Mat<S>& d_o) {
     const delta_rule::Problem<S> identity_values{p.q, p.k, Mat<S>::Identity(T, T), p.alpha, p.beta, S(1), {}};
     a = delta_rule::materialized(identity_values).o;
   }
-  const Mat<S> weighted = detail::weight_by_level(a, p.lambda, 0);  // W = H ⊙ A
+  const Mat<S> weighted = detail::weight_by_level(a, p.lambda, 0, t0);  // W = H ⊙ A
   g.dv = p.scale * (weighted.transpose() * d_o);
   const Mat<S> d_weighted = p.scale * (d_o * p.v.transpose());
   for (Eigen::Index t = 0; t < T; ++t)
     for (Eigen::Index s = 0; s <= t; ++s)
-      g.dlambda(t, fenwick::level(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(s))) += d_weighted(t, s) * a(t, s);
-  const Mat<S> d_a = detail::weight_by_level(d_weighted, p.lambda, 0);  // H ⊙ dW, zero above the diagonal
+      g.dlambda(t, fenwick::level(t0 + static_cast<std::uint64_t>(t), t0 + static_cast<std::uint64_t>(s))) +=
+          d_weighted(t, s) * a(t, s);
+  for (std::size_t i = 0; i < reads.size(); ++i)
+    for (Eigen::Index t = 0; t < T; ++t) {
+      const int l = detail::carried_level_at(t0 + static_cast<std::uint64_t>(t), t0, carried[i]);
+      g.dlambda(t, l) += p.scale * S(d_o.row(t).dot(reads[i].row(t)));
+      d_reads[i].row(t) = (p.scale * p.lambda(t, l)) * d_o.row(t);
+    }
+  const Mat<S> d_a = detail::weight_by_level(d_weighted, p.lambda, 0, t0);  // H ⊙ dW, zero above the diagonal
   if (p.variant == Variant::gdn) {
-    const delta_rule::Problem<S> identity_values{p.q, p.k, Mat<S>::Identity(T, T), p.alpha, p.beta, S(1), {}};
-    const delta_rule::Gradients<S> dg = delta_rule::backward(identity_values, delta_rule::Cotangents<S>{d_a, {}});
+    const Eigen::Index dv = p.dv();
+    delta_rule::Problem<S> identity_values{p.q, p.k, Mat<S>::Zero(T, T + n_carried * dv), p.alpha, p.beta, S(1), {}};
+    identity_values.v.leftCols(T) = Mat<S>::Identity(T, T);
+    Mat<S> d_out(T, T + n_carried * dv);
+    d_out.leftCols(T) = d_a;
+    if (n_carried > 0) {
+      identity_values.initial_state = Mat<S>::Zero(p.dk(), T + n_carried * dv);
+      for (Eigen::Index i = 0; i < n_carried; ++i) {
+        identity_values.initial_state->middleCols(T + i * dv, dv) = p.start->level_states[static_cast<std::size_t>(i)];
+        d_out.middleCols(T + i * dv, dv) = d_reads[static_cast<std::size_t>(i)];
+      }
+    }
+    const delta_rule::Gradients<S> dg = delta_rule::backward(identity_values, delta_rule::Cotangents<S>{d_out, {}});
     g.dq = dg.dq;
     g.dk = dg.dk;
     g.dalpha = dg.dalpha;
     g.dbeta = dg.dbeta;
+    for (Eigen::Index i = 0; i < n_carried; ++i)
+      g.d_start_states[static_cast<std::size_t>(i)] = dg.d_initial_state.middleCols(T + i * dv, dv);
     return g;
   }
   const Mat<S> gated = d_a.cwiseProduct(decays);
@@ -204,6 +243,20 @@ Gradients<S> materialized_backward(const Problem<S>& p, const Mat<S>& d_o) {
       x = (r == 1 ? S(0) : S(p.alpha(r - 1) * x)) + d_decays(t, r - 1);
       g.dalpha(r) += decays(t, r) * x;
     }
+  }
+  if (n_carried == 0) return g;
+  Vec<S> through(T), d_through = Vec<S>::Zero(T);  // P_t = Π_{r=0..t} α_r and ∂L/∂P_t
+  for (Eigen::Index t = 0; t < T; ++t) through(t) = t == 0 ? p.alpha(0) : S(through(t - 1) * p.alpha(t));
+  for (Eigen::Index i = 0; i < n_carried; ++i) {
+    const Mat<S>& z = p.start->level_states[static_cast<std::size_t>(i)];
+    const Mat<S>& dr = d_reads[static_cast<std::size_t>(i)];
+    g.dq += through.asDiagonal() * (dr * z.transpose());
+    g.d_start_states[static_cast<std::size_t>(i)] = p.q.transpose() * (through.asDiagonal() * dr);
+    d_through += (p.q * z).cwiseProduct(dr).rowwise().sum();
+  }
+  for (Eigen::Index r = 0; r < T; ++r) {
+    const S before = r == 0 ? S(1) : through(r - 1);  // P_{r−1}
+    for (Eigen::Index t = r; t < T; ++t) g.dalpha(r) += d_through(t) * before * decays(t, r);
   }
   return g;
 }
