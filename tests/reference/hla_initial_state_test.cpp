@@ -14,12 +14,17 @@
 #include <cmath>
 #include <tuple>
 
+#include "hla_exact_cases.h"
+
 #include "larc/proofs_check/exact.h"
 #include "larc/reference/hla.h"
 
 namespace {
 
 using namespace larc::ref;
+using larc::hla_exact::expect_same;
+using larc::hla_exact::Param;
+using larc::hla_exact::param_name;
 
 struct HlaShape {
   Eigen::Index T = 1, d = 1, dv = 1;
@@ -49,18 +54,6 @@ hla::Problem<double> double_hla_problem(const HlaShape& s, bool normalized, doub
   p.opt.eps = normalized ? 1e-6 : 0;
   p.opt.gamma = gamma;
   return p;
-}
-
-using Param = std::tuple<Eigen::Index, bool, bool>;  // (T, normalised, decayed)
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto& [T, normalized, decayed] = info.param;
-  return "T" + std::to_string(T) + (normalized ? "_normalised" : "_plain") + (decayed ? "_gamma3over4" : "_nodecay");
-}
-
-void expect_same(const hla::Result<rational>& got, const hla::Result<rational>& want, const std::string& what) {
-  EXPECT_TRUE(got.o == want.o) << what << ": outputs differ";
-  EXPECT_TRUE(got.den == want.den) << what << ": denominators differ";
 }
 
 hla::SecondOrderMemory<rational> random_second_order_memory(Eigen::Index d, Eigen::Index w, std::uint64_t seed) {

@@ -8,27 +8,20 @@
 
 #include <tuple>
 
+#include "hla_exact_cases.h"
+
 #include "larc/properties/hla_problems.h"
 
 namespace {
 
 using namespace larc::ref;
+using larc::hla_exact::expect_same;
+using larc::hla_exact::Param;
+using larc::hla_exact::param_name;
 using larc::props::HlaShape;
 using larc::props::rational_hla_problem;
 
-using Param = std::tuple<Eigen::Index, bool, bool>;  // (T, normalised, decayed)
-
 rational gamma_of(bool decayed) { return decayed ? rational(3, 4) : rational(1); }
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto& [T, normalized, decayed] = info.param;
-  return "T" + std::to_string(T) + (normalized ? "_normalised" : "_plain") + (decayed ? "_gamma3over4" : "_nodecay");
-}
-
-void expect_same(const hla::Result<rational>& got, const hla::Result<rational>& want, const std::string& what) {
-  EXPECT_TRUE(got.o == want.o) << what << ": outputs differ";
-  EXPECT_TRUE(got.den == want.den) << what << ": denominators differ";
-}
 
 class HlaSecondOrderExact : public ::testing::TestWithParam<Param> {
  protected:
