@@ -56,14 +56,17 @@ struct BatchedAhlaMemory {
 
 // Second-order masked HLA and AHLA as families (family.h) for the batched driver and the harness; each
 // names its batched initial summaries (Memory), checks their shapes (check_memory) and seeds a head's
-// problem with them (set_initial).
-struct SecondOrderFamily {
-  static constexpr std::string_view name = "hla second order";
+// problem with them (set_initial). Both share one problem, one result and the same forms.
+struct FamilyBase {
   static constexpr std::array forms{Form::serial, Form::materialized, Form::chunked};
   template <class S>
   using Problem = hla::Problem<S>;
   template <class S>
   using Result = hla::Result<S>;
+};
+
+struct SecondOrderFamily : FamilyBase {
+  static constexpr std::string_view name = "hla second order";
   template <class S>
   static Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops) {
     return hla::run(p, form, chunk, ops);
@@ -83,13 +86,8 @@ struct SecondOrderFamily {
 };
 static_assert(MechanismFamily<SecondOrderFamily>);
 
-struct AhlaFamily {
+struct AhlaFamily : FamilyBase {
   static constexpr std::string_view name = "ahla";
-  static constexpr std::array forms{Form::serial, Form::materialized, Form::chunked};
-  template <class S>
-  using Problem = hla::Problem<S>;
-  template <class S>
-  using Result = hla::Result<S>;
   template <class S>
   static Result<S> run(const Problem<S>& p, Form form, Eigen::Index chunk, const MatmulOperands<S>& ops) {
     return run_ahla(p, form, chunk, ops);
