@@ -158,6 +158,45 @@ Mat<S> unit_lower_solve(const Mat<S>& m, Mat<S> r) {
     for (Eigen::Index j = 0; j < i; ++j) r.row(i) -= m(i, j) * r.row(j);
   return r;
 }
+
+// One chunk [c0, c0 + n) of the chunked form below, from the state S_c entering it: its inputs, the
+// decay products Γ (lower triangle incl. diagonal) and γ, K Kᵀ, B K Kᵀ, U, W, V_new and P.
+template <class S>
+struct ChunkTerms {
+  Mat<S> Q, K, V;
+  Vec<S> beta, gamma;
+  Mat<S> gamma_ij, kkt, bkkt, U, W, v_new, P;
+};
+
+template <class S>
+ChunkTerms<S> chunk_terms(const Problem<S>& p, Eigen::Index c0, Eigen::Index n, const Mat<S>& state,
+                          const MatmulOperands<S>& ops) {
+  // T·R for T = (I + StrictLower(M))^{-1}: one solve on R, or, when operands are rounded, T formed
+  // first so that it can be rounded as a product operand.
+  auto apply_inverse = [&ops](const Mat<S>& m, const Mat<S>& r) -> Mat<S> {
+    if (!ops.rounds()) return unit_lower_solve<S>(m, r);
+    return ops.product(unit_lower_solve<S>(m, Mat<S>::Identity(m.rows(), m.rows())), r);
+  };
+  ChunkTerms<S> c;
+  c.Q = p.q.middleRows(c0, n);
+  c.K = p.k.middleRows(c0, n);
+  c.V = p.v.middleRows(c0, n);
+  c.beta = p.beta.segment(c0, n);
+  c.gamma_ij = Mat<S>::Zero(n, n);
+  c.gamma.resize(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    c.gamma_ij(i, i) = S(1);
+    for (Eigen::Index j = i - 1; j >= 0; --j) c.gamma_ij(i, j) = c.gamma_ij(i, j + 1) * p.alpha(c0 + j + 1);
+    c.gamma(i) = (i == 0 ? S(1) : c.gamma(i - 1)) * p.alpha(c0 + i);
+  }
+  c.kkt = ops.product(c.K, c.K.transpose());
+  c.bkkt = c.beta.asDiagonal() * c.kkt;
+  c.U = apply_inverse(c.bkkt.cwiseProduct(c.gamma_ij), c.beta.asDiagonal() * c.V);
+  c.W = apply_inverse(c.bkkt, c.beta.asDiagonal() * c.K);
+  c.v_new = c.U - c.gamma.asDiagonal() * ops.product(c.W, state);
+  c.P = ops.product(c.Q, c.K.transpose()).cwiseProduct(c.gamma_ij);  // Γ is zero above the diagonal
+  return c;
+}
 }  // namespace detail
 
 // Chunked form with the UT/WY transform (SPEC "GDN", chunked form), chunk size C ≥ 1, any T.
@@ -177,34 +216,14 @@ template <class S>
 SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperands<S>& ops = {}) {
   validate(p);
   if (chunk < 1) throw std::invalid_argument("delta_rule::chunked: chunk size must be >= 1");
-  // T·R for T = (I + StrictLower(M))^{-1}: one solve on R, or, when operands are rounded, T formed
-  // first so that it can be rounded as a product operand.
-  auto apply_inverse = [&ops](const Mat<S>& m, const Mat<S>& r) -> Mat<S> {
-    if (!ops.rounds()) return detail::unit_lower_solve<S>(m, r);
-    return ops.product(detail::unit_lower_solve<S>(m, Mat<S>::Identity(m.rows(), m.rows())), r);
-  };
   Mat<S> state = p.start_state();
   Mat<S> o(p.T(), p.dv());
   for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
     const Eigen::Index n = std::min(chunk, p.T() - c0);
-    const Mat<S> Q = p.q.middleRows(c0, n), K = p.k.middleRows(c0, n), V = p.v.middleRows(c0, n);
-    const Vec<S> beta = p.beta.segment(c0, n);
-    Mat<S> gamma_ij = Mat<S>::Zero(n, n);  // Γ, lower triangle incl. diagonal
-    Vec<S> gamma(n);                       // γ
-    for (Eigen::Index i = 0; i < n; ++i) {
-      gamma_ij(i, i) = S(1);
-      for (Eigen::Index j = i - 1; j >= 0; --j) gamma_ij(i, j) = gamma_ij(i, j + 1) * p.alpha(c0 + j + 1);
-      gamma(i) = (i == 0 ? S(1) : gamma(i - 1)) * p.alpha(c0 + i);
-    }
-    const Mat<S> kkt = ops.product(K, K.transpose());
-    const Mat<S> bkkt = beta.asDiagonal() * kkt;
-    const Mat<S> U = apply_inverse(bkkt.cwiseProduct(gamma_ij), beta.asDiagonal() * V);
-    const Mat<S> W = apply_inverse(bkkt, beta.asDiagonal() * K);
-    const Mat<S> v_new = U - gamma.asDiagonal() * ops.product(W, state);
-    const Mat<S> qk = ops.product(Q, K.transpose()).cwiseProduct(gamma_ij);  // Γ is zero above the diagonal
-    o.middleRows(c0, n) = p.scale * (gamma.asDiagonal() * ops.product(Q, state) + ops.product(qk, v_new));
-    const Vec<S> to_end = gamma_ij.row(n - 1).transpose();
-    state = (gamma(n - 1) * state + ops.product((to_end.asDiagonal() * K).transpose(), v_new)).eval();
+    const detail::ChunkTerms<S> t = detail::chunk_terms(p, c0, n, state, ops);
+    o.middleRows(c0, n) = p.scale * (t.gamma.asDiagonal() * ops.product(t.Q, state) + ops.product(t.P, t.v_new));
+    const Vec<S> to_end = t.gamma_ij.row(n - 1).transpose();
+    state = (t.gamma(n - 1) * state + ops.product((to_end.asDiagonal() * t.K).transpose(), t.v_new)).eval();
   }
   return {std::move(o), std::move(state)};
 }

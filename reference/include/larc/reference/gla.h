@@ -99,6 +99,32 @@ SeqResult<S> materialized(const Problem<S>& p) {
   return {std::move(o), std::move(final_state)};
 }
 
+namespace detail {
+// One chunk [c0, c0 + n) of the chunked form below: Γ_ij (row n·i + j of `gamma`, j ≤ i, a d_k vector),
+// b_i (row i of `b`), the intra-chunk scores P_ij = (q_i ⊙ Γ_ij)^T k_j (lower triangle incl. diagonal)
+// and the keys decayed to the chunk's end, Diag(Γ_last,·) K.
+template <class S>
+struct ChunkTerms {
+  Mat<S> gamma, b, scores, keys_to_end;
+};
+
+template <class S>
+ChunkTerms<S> chunk_terms(const Problem<S>& p, Eigen::Index c0, Eigen::Index n) {
+  ChunkTerms<S> c{Mat<S>::Zero(n * n, p.dk()), Mat<S>(n, p.dk()), Mat<S>::Zero(n, n), Mat<S>(n, p.dk())};
+  for (Eigen::Index i = 0; i < n; ++i) {
+    c.gamma.row(n * i + i).setOnes();
+    for (Eigen::Index j = i - 1; j >= 0; --j)
+      c.gamma.row(n * i + j) = c.gamma.row(n * i + j + 1).cwiseProduct(p.a.row(c0 + j + 1));
+    c.b.row(i) = (i == 0 ? Mat<S>(Mat<S>::Ones(1, p.dk())) : Mat<S>(c.b.row(i - 1))).cwiseProduct(p.a.row(c0 + i));
+  }
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j <= i; ++j)
+      c.scores(i, j) = p.q.row(c0 + i).cwiseProduct(c.gamma.row(n * i + j)).dot(p.k.row(c0 + j));
+  for (Eigen::Index j = 0; j < n; ++j) c.keys_to_end.row(j) = p.k.row(c0 + j).cwiseProduct(c.gamma.row(n * (n - 1) + j));
+  return c;
+}
+}  // namespace detail
+
 // Chunked: for a chunk with local index i and products b_i = Π_{r≤i} a_r (from the chunk's start) and
 // Γ_ij = Π_{r=j+1..i} a_r (j ≤ i):
 //   o_i = scale [ (q_i ⊙ b_i)^T S_c + Σ_{j≤i} (q_i ⊙ Γ_ij)^T k_j v_j^T ],
@@ -116,25 +142,11 @@ SeqResult<S> chunked(const Problem<S>& p, Eigen::Index chunk, const MatmulOperan
   Mat<S> o(p.T(), p.dv());
   for (Eigen::Index c0 = 0; c0 < p.T(); c0 += chunk) {
     const Eigen::Index n = std::min(chunk, p.T() - c0);
-    // decay(i, j) = Γ_ij as a d_k vector; row n·i + j of `gamma`, j ≤ i, plus b_i.
-    Mat<S> gamma = Mat<S>::Zero(n * n, p.dk());
-    Mat<S> b(n, p.dk());
-    for (Eigen::Index i = 0; i < n; ++i) {
-      gamma.row(n * i + i).setOnes();
-      for (Eigen::Index j = i - 1; j >= 0; --j)
-        gamma.row(n * i + j) = gamma.row(n * i + j + 1).cwiseProduct(p.a.row(c0 + j + 1));
-      b.row(i) = (i == 0 ? Mat<S>(Mat<S>::Ones(1, p.dk())) : Mat<S>(b.row(i - 1))).cwiseProduct(p.a.row(c0 + i));
-    }
-    Mat<S> att = Mat<S>::Zero(n, n);  // (q_i ⊙ Γ_ij)^T k_j, lower triangle incl. diagonal
-    for (Eigen::Index i = 0; i < n; ++i)
-      for (Eigen::Index j = 0; j <= i; ++j)
-        att(i, j) = p.q.row(c0 + i).cwiseProduct(gamma.row(n * i + j)).dot(p.k.row(c0 + j));
+    const detail::ChunkTerms<S> t = detail::chunk_terms(p, c0, n);
     const Mat<S> V = p.v.middleRows(c0, n);
     o.middleRows(c0, n) =
-        p.scale * (ops.product(p.q.middleRows(c0, n).cwiseProduct(b), state) + ops.product(att, V));
-    Mat<S> k_to_end(n, p.dk());
-    for (Eigen::Index j = 0; j < n; ++j) k_to_end.row(j) = p.k.row(c0 + j).cwiseProduct(gamma.row(n * (n - 1) + j));
-    state = (b.row(n - 1).transpose().asDiagonal() * state + ops.product(k_to_end.transpose(), V)).eval();
+        p.scale * (ops.product(p.q.middleRows(c0, n).cwiseProduct(t.b), state) + ops.product(t.scores, V));
+    state = (t.b.row(n - 1).transpose().asDiagonal() * state + ops.product(t.keys_to_end.transpose(), V)).eval();
   }
   return {std::move(o), std::move(state)};
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -78,8 +79,80 @@ Mat<S> log_decay_gradient(const Mat<S>& a, const Mat<S>& da) {
   return a.cwiseProduct(da);
 }
 
+// chunked_backward, GLA's backward in chunked form: the adjoint of gla::chunked, chunk by chunk in
+// reverse, as chunked backward kernels compute it (docs/gradients.md, "The chunked backward"). Over
+// rationals it equals backward (the adjoint of serial) exactly; with an operand format every operand of
+// every matrix product is rounded (the carried S_c and ∂L/∂S_{c+1} included, when read): the `io`
+// grade's gradient baseline. The decays, the intra-chunk scores (no matrix product: each pair has its own decay vector),
+// elementwise work and the carried S_c, ∂L/∂S_c stay in S.
+//
+// Per chunk, in gla::chunked's notation (b_i, Γ_ij, P_ij = (q_i ⊙ Γ_ij)ᵀ k_j, E = Diag(Γ_last,·) K):
+//   O = scale [(Q ⊙ b) S_c + P V],   S_{c+1} = Diag(b_last) S_c + Eᵀ V.
+// Given dO and D = ∂L/∂S_{c+1} (dht after the last chunk), with dO' = scale dO:
+//   dQ = b ⊙ (dO' S_cᵀ) + Σ_j dP_ij (Γ_ij ⊙ k_j),   dP = dO' Vᵀ ⊙ L,
+//   dK_j = Γ_last,j ⊙ (V Dᵀ)_j + Σ_i dP_ij (Γ_ij ⊙ q_i),   dV = Pᵀ dO' + E D,
+//   ∂L/∂S_c = Diag(b_last) D + (Q ⊙ b)ᵀ dO'.
+// The log-gates' gradient in the chunk-local identity form chunk kernels use
+// (chunk_local_decay_gradient.h): dgk_t = Σ_{s=t}^{end} (q_s ⊙ dq_s − k_s ⊙ dk_s) + rowsum(S_{c+1} ⊙ D).
+//
+// The chunked backward's gradients: backward's (da left empty) and the log-gates' dgk (T×d_k).
+template <class S>
+struct ChunkedGradients {
+  Gradients<S> grads;
+  Mat<S> dgk;
+};
+
+template <class S>
+ChunkedGradients<S> chunked_backward(const Problem<S>& p, const Cotangents<S>& c, Eigen::Index chunk,
+                                     const MatmulOperands<S>& ops = {}) {
+  validate(p);
+  validate_output_cotangents("gla", p.T(), p.dk(), p.dv(), c.d_o, c.d_final_state);
+  if (chunk < 1) throw std::invalid_argument("gla::chunked_backward: chunk size must be >= 1");
+  const Eigen::Index T = p.T(), K = p.dk(), V = p.dv();
+  std::vector<Mat<S>> starts{p.start_state()};  // the states entering each chunk, as gla::chunked carries them
+  for (Eigen::Index c0 = 0; c0 < T; c0 += chunk) {
+    const Eigen::Index n = std::min(chunk, T - c0);
+    const detail::ChunkTerms<S> t = detail::chunk_terms(p, c0, n);
+    starts.push_back(t.b.row(n - 1).transpose().asDiagonal() * starts.back() +
+                     ops.product(t.keys_to_end.transpose(), p.v.middleRows(c0, n)));
+  }
+  ChunkedGradients<S> r{{Mat<S>::Zero(T, K), Mat<S>::Zero(T, K), Mat<S>::Zero(T, V), Mat<S>(), {}}, Mat<S>::Zero(T, K)};
+  Gradients<S>& g = r.grads;
+  Mat<S> d_state = c.d_final_state ? *c.d_final_state : Mat<S>::Zero(K, V);  // ∂L/∂S_{c+1}
+  const bool has_do = c.d_o.size() != 0;
+  for (Eigen::Index ci = T > 0 ? (T - 1) / chunk : -1; ci >= 0; --ci) {
+    const Eigen::Index c0 = ci * chunk, n = std::min(chunk, T - c0);
+    const Mat<S>& state = starts[static_cast<std::size_t>(ci)];
+    const Mat<S>& next = starts[static_cast<std::size_t>(ci + 1)];
+    const detail::ChunkTerms<S> t = detail::chunk_terms(p, c0, n);
+    const Mat<S> Q = p.q.middleRows(c0, n), Kc = p.k.middleRows(c0, n), Vc = p.v.middleRows(c0, n);
+    const Mat<S> qb = Q.cwiseProduct(t.b);
+    const Mat<S> d_o = has_do ? Mat<S>(p.scale * c.d_o.middleRows(c0, n)) : Mat<S>::Zero(n, V);
+    const Mat<S> d_scores = ops.product(d_o, Vc.transpose()).template triangularView<Eigen::Lower>();
+    Mat<S> dq = t.b.cwiseProduct(ops.product(d_o, state.transpose()));
+    Mat<S> dk = t.gamma.bottomRows(n).cwiseProduct(ops.product(Vc, d_state.transpose()));  // rows n(n−1)+j: Γ_last,j
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j <= i; ++j) {
+        dq.row(i) += d_scores(i, j) * t.gamma.row(n * i + j).cwiseProduct(Kc.row(j));
+        dk.row(j) += d_scores(i, j) * t.gamma.row(n * i + j).cwiseProduct(Q.row(i));
+      }
+    g.dq.middleRows(c0, n) = dq;
+    g.dk.middleRows(c0, n) = dk;
+    g.dv.middleRows(c0, n) = ops.product(t.scores.transpose(), d_o) + ops.product(t.keys_to_end, d_state);
+    Mat<S> acc = next.cwiseProduct(d_state).rowwise().sum().transpose();  // 1×d_k
+    for (Eigen::Index i = n - 1; i >= 0; --i) {
+      acc += Q.row(i).cwiseProduct(dq.row(i)) - Kc.row(i).cwiseProduct(dk.row(i));
+      r.dgk.row(c0 + i) = acc;
+    }
+    d_state = (t.b.row(n - 1).transpose().asDiagonal() * d_state + ops.product(qb.transpose(), d_o)).eval();
+  }
+  g.d_initial_state = std::move(d_state);
+  return r;
+}
+
 // gla_batched's inputs: dq, dk, dv, dgk ([B, T, H, d_k], through a = e^{gk}) and dh0 [B, H, d_k, d_v] of
-// L = Σ ⟨do, o⟩ + ⟨dht, final_state⟩ over sequences and heads.
+// L = Σ ⟨do, o⟩ + ⟨dht, final_state⟩ over sequences and heads; through backward, or, given `chunk`,
+// chunked_backward at that chunk size with `ops`.
 template <class S>
 struct BatchedGradients {
   Tensor<S> dq, dk, dv, dgk, d_initial_state;
@@ -89,7 +162,8 @@ template <class S>
 BatchedGradients<S> gla_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v, const Tensor<S>& gk,
                                          const BatchedCotangents<S>& cot, std::optional<std::type_identity_t<S>> scale = {},
                                          const std::optional<Tensor<std::type_identity_t<S>>>& initial_state = {},
-                                         Eigen::Index checkpoint = 64) {
+                                         Eigen::Index checkpoint = 64, std::optional<Eigen::Index> chunk = {},
+                                         const MatmulOperands<std::type_identity_t<S>>& ops = {}) {
   const BatchedDims d = batched_dims(q, k, v, initial_state ? &*initial_state : nullptr);
   const auto [B, T, H, K, V] = d;
   require_shape(gk, "gk", {B, T, H, K});
@@ -98,11 +172,19 @@ BatchedGradients<S> gla_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
                         Tensor<S>({B, H, K, V})};
   for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
     const Problem<S> p = head_problem(q, k, v, gk, scale, initial_state, b, h);
-    const Gradients<S> g = backward(p, Cotangents<S>{cot.head_d_o(b, h), cot.head_d_final_state(b, h)}, checkpoint);
+    const Cotangents<S> c{cot.head_d_o(b, h), cot.head_d_final_state(b, h)};
+    ChunkedGradients<S> head;
+    if (chunk) {
+      head = chunked_backward(p, c, *chunk, ops);
+    } else {
+      head.grads = backward(p, c, checkpoint);
+      head.dgk = log_decay_gradient(p.a, head.grads.da);
+    }
+    const Gradients<S>& g = head.grads;
     set_head_rows(r.dq, b, h, g.dq);
     set_head_rows(r.dk, b, h, g.dk);
     set_head_rows(r.dv, b, h, g.dv);
-    set_head_rows(r.dgk, b, h, log_decay_gradient(p.a, g.da));
+    set_head_rows(r.dgk, b, h, head.dgk);
     set_head_state(r.d_initial_state, b, h, g.d_initial_state);
   });
   return r;
