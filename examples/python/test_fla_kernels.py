@@ -5,8 +5,8 @@ and a GPU are; the tests skip elsewhere. Each test runs the gate's cases for its
 below, --larc-random N random ones within the limits, or --larc-replay fixtures.
 
 The *_backward tests gate FLA's backward: the same callables with grad=True, differentiated by torch
-autograd with each case's cotangents do and dht, the gradients judged at the fp32 grade (gradient cases
-have no io baseline yet: docs/gate.md "Gradient cases")."""
+autograd with each case's cotangents do and dht, the gradients judged at the same grade (the delta-rule
+and GLA gradient twins have an io form: the chunked backward with rounded operands, docs/gate.md)."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -61,7 +61,7 @@ REFUSES_BACKWARD = {"chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"
 
 
 def gate_backward(case, function):
-    result = case.run(KERNELS[function], device="cuda")
+    result = case.run(KERNELS[function], device="cuda", grade="io:tf32-truncated")
     raised = [e for e in result.errors if e.startswith(("the callable raised", "the callable's backward"))]
     if function in REFUSES_BACKWARD and raised and not result.outputs:
         pytest.xfail(f"FLA refuses {function}'s backward: {raised[0]}")

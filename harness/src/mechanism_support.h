@@ -149,7 +149,8 @@ void set_compute(Mechanism& m, Outputs outputs) {
 // cotangents do (o's dims and dtype) and dht ([B,H,K,V], float32, optional), drawn by the
 // `cotangents` knob (0 both at matched magnitudes, 1 do only, 2 dht only); its outputs are
 // `gradients` (each marked as a gradient), computed by gradients_at.template operator()<S>(inputs)
-// at each rung of the ladder. Its one form is the serial adjoint; it has no io baseline.
+// at each rung of the ladder. Its one form is the serial adjoint; it has no io baseline (the io form:
+// gradient_twin_with_io_form).
 template <class GradientsAt>
 Mechanism gradient_twin(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at);
 Mechanism gradient_twin_shell(const Mechanism& forward, std::vector<TensorSpec> gradients);
@@ -224,6 +225,22 @@ Mechanism gradient_twin_with_chunked_form(const Mechanism& forward, std::vector<
       return form == ref::Form::chunked ? gradients_at.template operator()<S>(in, std::optional(chunk))
                                         : gradients_at.template operator()<S>(in, std::nullopt);
     });
+  };
+  return m;
+}
+
+// A gradient twin with a chunked form and an io form: gradients_at(in, chunk, operands) in scalar S is
+// gradients_at of gradient_twin_with_chunked_form for operands = none, and for an operand format the
+// chunked backward with every matrix-product operand rounded to it (the io grade's gradient baseline,
+// docs/gate.md "Precision grades").
+template <class GradientsAt>
+Mechanism gradient_twin_with_io_form(const Mechanism& forward, std::vector<TensorSpec> gradients, GradientsAt gradients_at) {
+  Mechanism m = gradient_twin_with_chunked_form(
+      forward, std::move(gradients), [gradients_at]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk) {
+        return gradients_at.template operator()<S>(in, chunk, ref::OperandFormat::none);
+      });
+  m.compute_io = [gradients_at](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    return gradients_at.template operator()<float>(in, std::optional(chunk), operands);
   };
   return m;
 }

@@ -13,7 +13,7 @@
 
 #include "larc/common/mechanism_constants.h"
 #include "larc/reference/chunk_local_decay_gradient.h"
-#include "larc/reference/delta_rule_backward.h"
+#include "larc/reference/delta_rule_backward_batched.h"
 #include "larc/reference/delta_rule_fla_front_ends.h"
 #include "mechanism_support.h"
 
@@ -251,11 +251,26 @@ std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step
   return g;
 }
 
-// The float adjoints' checkpoint interval, and the form of dβ: the direct one, or (a chunked form's
-// baseline) the one chunk kernels compute.
+// How a baseline's gradients are formed (dr::BackwardForm): the serial adjoint, checkpointed every
+// kCheckpoint tokens (the oracle and the serial baseline); for a chunk size without an operand format,
+// the chunked form's fp32 baseline — the same adjoint with dβ as chunk kernels form it (dg is then
+// made chunk-local by chunk_local_dg); with an operand format, the io grade's baseline, the chunked
+// backward with every matrix-product operand rounded to it.
 constexpr Eigen::Index kCheckpoint = 64;
-dr::StepGradient step_gradient_of(const std::optional<std::int64_t>& chunk_local) {
-  return chunk_local ? dr::StepGradient::split : dr::StepGradient::direct;
+template <class S>
+dr::BackwardForm<S> backward_form(std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
+  dr::BackwardForm<S> form;
+  form.checkpoint = kCheckpoint;
+  if (chunk && operands == ref::OperandFormat::none) form.step_gradient = dr::StepGradient::split;
+  if (chunk && operands != ref::OperandFormat::none) {
+    form.chunk = *chunk;
+    form.ops = ref::MatmulOperands<S>(operands);
+  }
+  return form;
+}
+// Whether the chunk-local dg must be formed after the serial adjoint (the fp32 chunked baseline).
+bool chunk_local_dg(std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
+  return chunk && operands == ref::OperandFormat::none;
 }
 
 // ∂L/∂q or ∂L/∂k of the case's own input `name` from the recurrence's (over the value heads): summed
@@ -277,30 +292,30 @@ ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& st
   return out;
 }
 
-// The gradients in scalar S of GDN and DeltaNet with either front end: the backward verb's, or (chunked)
-// as chunk kernels form them: dβ from the β-scaled values' and keys' gradients, and GDN's dg in the
-// chunk-local identity form from the forward's outputs.
+// The gradients in scalar S of GDN and DeltaNet with either front end in the form backward_form names
+// (chunked fp32: dβ from the β-scaled values' and keys' gradients, GDN's dg in the chunk-local identity
+// form from the forward's outputs).
 auto gdn_gradients(QkFrontEnd front_end) {
-  return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
-    const auto [q, k] = grouped_qk<S>(in, front_end);
+  return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
+    const auto [q, k] = grouped_qk<S>(in, front_end, operands);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
     const auto cot = cotangents_in<S>(in);
-    auto grads = dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in), kCheckpoint,
-                                             step_gradient_of(chunk_local));
-    if (chunk_local) {
+    auto grads = dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in),
+                                             backward_form<S>(chunk, operands));
+    if (chunk_local_dg(chunk, operands)) {
       const auto f = dr::gdn_batched<S>(q, k, v, g, beta, scale_in<S>(in), initial_state_in<S>(in));
-      grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk_local);
+      grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk);
     }
     return gradient_values(grads, "beta", in, front_end);
   };
 }
 
 auto deltanet_gradients(QkFrontEnd front_end) {
-  return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
-    const auto [q, k] = grouped_qk<S>(in, front_end);
+  return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
+    const auto [q, k] = grouped_qk<S>(in, front_end, operands);
     return gradient_values(dr::deltanet_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
                                                             cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in),
-                                                            kCheckpoint, step_gradient_of(chunk_local)),
+                                                            backward_form<S>(chunk, operands)),
                            "beta", in, front_end);
   };
 }
@@ -312,32 +327,32 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
   out.push_back(deltanet_m);
   out.push_back(kla_m);
   // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
-  out.push_back(gradient_twin_with_chunked_form(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients(QkFrontEnd::given)));
-  out.push_back(gradient_twin_with_chunked_form(deltanet_m, delta_rule_gradients(false, "beta"),
+  out.push_back(gradient_twin_with_io_form(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients(QkFrontEnd::given)));
+  out.push_back(gradient_twin_with_io_form(deltanet_m, delta_rule_gradients(false, "beta"),
                                                 deltanet_gradients(QkFrontEnd::given)));
   // KLA's gradients in scalar S, the chunked form's as for GDN.
-  const auto kla_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
+  const auto kla_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
     const auto [q, k] = grouped_qk<S>(in);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), eta = cast_tensor<S>(in.at("eta"));
     const auto cot = cotangents_in<S>(in);
     const S eps = ref::from_double<S>(kKlaEps);
-    auto grads = dr::kla_backward_batched<S>(q, k, v, g, eta, eps, cot, scale_in<S>(in), initial_state_in<S>(in), kCheckpoint,
-                                             step_gradient_of(chunk_local));
-    if (chunk_local) {
+    auto grads = dr::kla_backward_batched<S>(q, k, v, g, eta, eps, cot, scale_in<S>(in), initial_state_in<S>(in),
+                                             backward_form<S>(chunk, operands));
+    if (chunk_local_dg(chunk, operands)) {
       const auto f = dr::kla_batched<S>(q, k, v, g, eta, eps, scale_in<S>(in), initial_state_in<S>(in));
-      grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk_local);
+      grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk);
     }
     return gradient_values(grads, "eta", in, QkFrontEnd::given);
   };
-  out.push_back(gradient_twin_with_chunked_form(kla_m, delta_rule_gradients(true, "eta"), kla_gradients));
+  out.push_back(gradient_twin_with_io_form(kla_m, delta_rule_gradients(true, "eta"), kla_gradients));
   // FLA's use_qk_l2norm_in_kernel=True: GDN and DeltaNet on raw q and k, and their twins (dq, dk of the
   // raw inputs through the normalisation's chain rule).
   const Mechanism gdn_l2 = gdn(QkFrontEnd::l2norm_in_kernel), deltanet_l2 = deltanet(QkFrontEnd::l2norm_in_kernel);
   out.push_back(gdn_l2);
   out.push_back(deltanet_l2);
-  out.push_back(gradient_twin_with_chunked_form(gdn_l2, delta_rule_gradients(true, "beta"),
+  out.push_back(gradient_twin_with_io_form(gdn_l2, delta_rule_gradients(true, "beta"),
                                                 gdn_gradients(QkFrontEnd::l2norm_in_kernel)));
-  out.push_back(gradient_twin_with_chunked_form(deltanet_l2, delta_rule_gradients(false, "beta"),
+  out.push_back(gradient_twin_with_io_form(deltanet_l2, delta_rule_gradients(false, "beta"),
                                                 deltanet_gradients(QkFrontEnd::l2norm_in_kernel)));
 }
 

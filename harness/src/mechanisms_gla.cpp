@@ -48,20 +48,24 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
   set_compute(m, outputs);
   out.push_back(std::move(m));
   // The gradient twin (docs/gate.md "Gradient cases"), through the reference's backward verb.
-  // The gradients in scalar S: the backward verb's, or (chunked) with dgk in the chunk-local identity form.
-  const auto gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk_local) {
+  // The gradients in scalar S: the backward verb's; for a chunk size, with dgk in the chunk-local identity
+  // form (the fp32 chunked baseline) or, with an operand format, the chunked backward with every product's
+  // operands rounded to it (the io baseline).
+  const auto gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
     const auto q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v")),
                gk = cast_tensor<S>(in.at("gk"));
     const auto cot = cotangents_in<S>(in);
-    auto g = ref::gla::gla_backward_batched<S>(q, k, v, gk, cot, scale_in<S>(in), initial_state_in<S>(in));
-    if (chunk_local) {
+    const bool io = chunk && operands != ref::OperandFormat::none;
+    auto g = ref::gla::gla_backward_batched<S>(q, k, v, gk, cot, scale_in<S>(in), initial_state_in<S>(in), 64,
+                                               io ? chunk : std::nullopt, ref::MatmulOperands<S>(operands));
+    if (chunk && !io) {
       const auto f = ref::gla::gla_batched<S>(q, k, v, gk, scale_in<S>(in), initial_state_in<S>(in));
-      g.dgk = ref::chunk_local_channel_decay_gradient(q, g.dq, k, g.dk, g.dgk, f.final_state, cot, *chunk_local);
+      g.dgk = ref::chunk_local_channel_decay_gradient(q, g.dq, k, g.dk, g.dgk, f.final_state, cot, *chunk);
     }
     return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
                     {"dgk", to_double_tensor(g.dgk)}, {"dh0", to_double_tensor(g.d_initial_state)}};
   };
-  out.push_back(gradient_twin_with_chunked_form(
+  out.push_back(gradient_twin_with_io_form(
       out.back(),
       {gradient_spec("dq", "BTHK", "∂L/∂q"), gradient_spec("dk", "BTHK", "∂L/∂k"), gradient_spec("dv", "BTHV", "∂L/∂v"),
        gradient_spec("dgk", "BTHK", "∂L/∂gk (per-channel log-decays)"), initial_state_gradient_spec()},

@@ -1,7 +1,9 @@
 // Backward subjects for the gradient-gate tests: GDN gradients computed the way a chunked backward
-// kernel computes them — the reference adjoint run chunk by chunk from the forward states at chunk
-// starts, with ∂L/∂S carried from each chunk to the one before — honest, or with a realistic defect
-// planted in the carry or in the gradients it returns (never a copy of the adjoint's arithmetic).
+// kernel computes them — chunk by chunk from the forward states at chunk starts, with ∂L/∂S carried
+// from each chunk to the one before — honest, or with a realistic defect planted in the carry or in the
+// gradients it returns (never a copy of the adjoint's arithmetic). Within a chunk, an fp32 kernel's
+// arithmetic is the reference adjoint's (serial, float); an io kernel's is the chunked (UT/WY) backward
+// with every matrix-product operand rounded to the input dtype (delta_rule_chunked_backward.h).
 #pragma once
 
 #include <functional>
@@ -9,6 +11,7 @@
 
 #include "io_subjects.h"
 #include "larc/reference/delta_rule_backward.h"
+#include "larc/reference/delta_rule_chunked_backward.h"
 #include "larc/reference/low_precision.h"
 
 namespace larc::harness::backward_subjects {
@@ -31,9 +34,12 @@ inline ref::Tensor<double> to_double(const ref::Tensor<float>& x) {
 using CarryEdit = std::function<void(Mat<float>&)>;
 
 // GDN's gradients (gdn-backward's outputs) in float for decoded inputs: per (sequence, head) the
-// forward states at chunk starts, then the adjoint of each chunk from the last to the first with
-// dht = the carry from the chunk after it (`carry` applied in between).
-inline ValueMap chunked_gdn_gradients(const ValueMap& in, std::int64_t chunk, const CarryEdit& carry = {}) {
+// forward states at chunk starts, then the backward of each chunk from the last to the first with
+// dht = the carry from the chunk after it (`carry` applied in between); with an operand format, the
+// forward and backward chunks in chunked form with their products' operands rounded to it.
+inline ValueMap chunked_gdn_gradients(const ValueMap& in, std::int64_t chunk, const CarryEdit& carry = {},
+                                      ref::OperandFormat operands = ref::OperandFormat::none) {
+  const ref::MatmulOperands<float> ops(operands);
   const auto q = to_float(in.at("q")), k = to_float(in.at("k")),
              v = to_float(in.at("v")), g = to_float(in.at("g")),
              beta = to_float(in.at("beta")), d_o = to_float(in.at("do"));
@@ -54,7 +60,8 @@ inline ValueMap chunked_gdn_gradients(const ValueMap& in, std::int64_t chunk, co
                              whole.alpha.segment(c0, n), whole.beta.segment(c0, n), whole.scale, starts[c0 / chunk]};
         return p;
       };
-      for (std::int64_t c0 = chunk; c0 < T; c0 += chunk) starts.push_back(dr::serial(segment(c0 - chunk)).final_state);
+      auto forward = [&](const dr::Problem<float>& p) { return ops.rounds() ? dr::chunked(p, chunk, ops) : dr::serial(p); };
+      for (std::int64_t c0 = chunk; c0 < T; c0 += chunk) starts.push_back(forward(segment(c0 - chunk)).final_state);
       Mat<float> carried = in.count("dht") ? ref::head_state(to_float(in.at("dht")), b, h)
                                            : Mat<float>(Mat<float>::Zero(K, V));
       const Mat<float> d_o_head = ref::head_rows(d_o, b, h);
@@ -63,11 +70,19 @@ inline ValueMap chunked_gdn_gradients(const ValueMap& in, std::int64_t chunk, co
       for (std::int64_t c0 = (T - 1) / chunk * chunk; c0 >= 0; c0 -= chunk) {
         const dr::Problem<float> p = segment(c0);
         const std::int64_t n = p.T();
-        const dr::Gradients<float> gr = dr::backward(p, dr::Cotangents<float>{d_o_head.middleRows(c0, n), carried});
+        const dr::Cotangents<float> cot{d_o_head.middleRows(c0, n), carried};
+        dr::ChunkedGradients<float> gc;
+        if (ops.rounds()) {
+          gc = dr::chunked_backward(p, cot, chunk, ops);
+        } else {
+          gc.grads = dr::backward(p, cot);
+          gc.dg = dr::log_decay_gradient(p.alpha, gc.grads.dalpha);
+        }
+        const dr::Gradients<float>& gr = gc.grads;
         hq.middleRows(c0, n) = gr.dq;
         hk.middleRows(c0, n) = gr.dk;
         hv.middleRows(c0, n) = gr.dv;
-        hg.segment(c0, n) = dr::log_decay_gradient(p.alpha, gr.dalpha);
+        hg.segment(c0, n) = gc.dg;
         hb.segment(c0, n) = gr.dbeta;
         carried = gr.d_initial_state;
         if (c0 > 0 && carry) carry(carried);
@@ -83,21 +98,28 @@ inline ValueMap chunked_gdn_gradients(const ValueMap& in, std::int64_t chunk, co
           {"dg", to_double(dg)}, {"dbeta", to_double(dbeta)}, {"dh0", to_double(dh0)}};
 }
 
-// Registers (once) a gdn-backward subject: `compute` on the decoded inputs, then `edit_outputs`.
-inline void register_gdn_backward(const std::string& name, std::function<ValueMap(const ValueMap&)> compute,
-                                  io_subjects::Edit edit_outputs = {}) {
+// Registers (once) a gdn-backward subject: `compute` on the decoded inputs and the case's dtype, then
+// `edit_outputs`; it declares `grades` and runs on `dtypes`.
+inline void register_gdn_backward(const std::string& name, std::function<ValueMap(const ValueMap&, Dtype)> compute,
+                                  io_subjects::Edit edit_outputs = {}, GradeDeclaration grades = {},
+                                  std::vector<Dtype> dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32}) {
   for (const Subject& s : subjects())
     if (s.name == name) return;
   Subject s;
   s.name = name;
   s.mechanism = "gdn-backward";
-  s.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
+  s.dtypes = std::move(dtypes);
+  s.grades = std::move(grades);
   s.launch = [compute, edit_outputs](const TensorMap& in, TensorMap& out) {
-    ValueMap o = compute(decode_all(in));
+    ValueMap o = compute(decode_all(in), in.at("q").dtype());
     if (edit_outputs) edit_outputs(o);
     io_subjects::write_outputs(o, out);
   };
   register_subject(std::move(s));
+}
+inline void register_gdn_backward(const std::string& name, std::function<ValueMap(const ValueMap&)> compute,
+                                  io_subjects::Edit edit_outputs = {}) {
+  register_gdn_backward(name, [compute](const ValueMap& in, Dtype) { return compute(in); }, std::move(edit_outputs));
 }
 
 }  // namespace larc::harness::backward_subjects

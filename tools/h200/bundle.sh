@@ -10,15 +10,22 @@ if [ -n "$(git status --porcelain -- reference gpu)" ]; then
   echo "bundle: reference/ or gpu/ has uncommitted changes; commit them first" >&2
   exit 1
 fi
-targets=(larc gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_kernels_bench)
-[ -f build-static/CMakeCache.txt ] ||
-  cmake -S . -B build-static -G Ninja -DLARC_STATIC=ON -DLARC_ENABLE_CUDA=ON -DCMAKE_BUILD_TYPE=Release
-cmake --build build-static -j"$(nproc)" --target "${targets[@]}"
+# LARC_BUNDLE_CPU=1 packs a bundle without CUDA (build-static-cpu: the larc program and the Python package,
+# no kernels) for runs that judge other code's kernels (FLA's through tools/fla_diff.py and the pytest plugin).
+if [ "${LARC_BUNDLE_CPU:-0}" = 1 ]; then
+  build=build-static-cpu cuda=OFF targets=(larc)
+else
+  build=build-static cuda=ON
+  targets=(larc gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_kernels_bench)
+fi
+[ -f $build/CMakeCache.txt ] ||
+  cmake -S . -B $build -G Ninja -DLARC_STATIC=ON -DLARC_ENABLE_CUDA=$cuda -DCMAKE_BUILD_TYPE=Release
+cmake --build $build -j"$(nproc)" --target "${targets[@]}"
 stage=$(mktemp -d)
 mkdir "$stage/lib"
 for t in "${targets[@]}"; do
   # The build's own binary, not the copy cli.cmake_package installs under tests/cli/cmake_package/prefix.
-  f=$(find build-static -path '*/prefix' -prune -o -type f -name "$t" -perm -u+x -print | head -1)
+  f=$(find $build -path '*/prefix' -prune -o -type f -name "$t" -perm -u+x -print | head -1)
   cp "$f" "$stage/" && strip "$stage/$t"
   # Shared libraries the device machine lacks (Debian ships Google Benchmark only as a shared library):
   # everything but glibc's, run there with LD_LIBRARY_PATH=lib.
@@ -28,10 +35,10 @@ done
 # The Python package (python/, docs/python.md) with liblarc.so and the shared qd/mpfr/gmp/quadmath it
 # links (static libmpfr cannot go into a shared object), found beside it through RUNPATH $ORIGIN. The
 # host's own libstdc++ and libgcc_s serve libqd (it is newer than Debian's).
-cmake --build build-static -j"$(nproc)" --target larc_python
-cp -r build-static/python "$stage/python"
+cmake --build $build -j"$(nproc)" --target larc_python
+cp -r $build/python "$stage/python"
 strip --strip-unneeded "$stage/python/larc/liblarc.so"
-ldd build-static/capi/liblarc.so | awk '$3 ~ /^\// {print $3}' |
+ldd $build/capi/liblarc.so | awk '$3 ~ /^\// {print $3}' |
   grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' | xargs -r cp -L -t "$stage/python/larc"
 mkdir -p .h200bin
 # xz -9: its 64 MiB dictionary spans the binaries, whose device code is largely the same (under the

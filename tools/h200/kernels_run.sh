@@ -18,6 +18,7 @@
 #   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
 #   tools/h200/kernels_run.sh torch   # larc's kernels gated from torch (larc.gpu), GPU tests, the gate's default grid
 #   tools/h200/kernels_run.sh qk-l2norm  # FLA's kernels with in-kernel l2norm of raw q, k, judged per grade
+#   tools/h200/kernels_run.sh grad-io  # FLA's backward on gradient fixtures at the io grade (a CPU-only bundle serves)
 #   tools/h200/kernels_run.sh backward  # the backward kernels: GPU tests, the gradient gate, compute-sanitizer
 #   tools/h200/kernels_run.sh backward-bench  # the backward kernels' speed beside their forwards and FLA's backward
 # KERNELS=REGEX limits every mode to the kernels whose names match.
@@ -316,6 +317,31 @@ python)
     ${PYTEST_K:+-k "$PYTEST_K"} --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
     --junitxml "$out/python_junit.xml" -o junit_family=legacy -rfEs > "$out/python.txt" 2>&1
   echo "pytest --larc examples/python: exit $?"; tail -25 "$out/python.txt"
+  ;;
+grad-io)
+  # FLA's backward judged at the io grade for gradients (docs/gate.md "Precision grades", gradients): gradient
+  # fixtures of the twins with an io form that FLA's backward runs on (deltanet: chunk_delta_rule and
+  # fused_recurrent_delta_rule; gla: chunk_gla and fused_recurrent_gla; deltanet-qk-l2norm), with and without
+  # a random initial state, both cotangents or dht alone; judged at io:tf32-truncated (io for bf16/fp16
+  # inputs), every grade's ratio reported per output. Needs only larc and the package (LARC_BUNDLE_CPU=1).
+  install_fla
+  g=/tmp/gio; mkdir -p "$g/fixtures" "$out/grad_io"
+  gen() { $B/larc fixtures gen --mechanism "$1" --dtype "$2" --shape "$3" --seed "$4" ${5:+$5} \
+    --out "$g/fixtures/$1_$2_$(echo "$3" | tr , x)_s$4${6:+_$6}.safetensors" > /dev/null; }
+  for dt in bf16 fp16; do
+    gen deltanet-backward $dt 1,256,2,64,64 1 "--knob initial_state=2" h0 &
+    gen deltanet-backward $dt 2,300,4,64,64 2 &
+    gen deltanet-backward $dt 1,512,2,128,128 3 "--knob initial_state=2 --knob cotangents=2" h0_dht &
+    gen gla-backward $dt 1,256,2,64,64 1 "--knob initial_state=2" h0 &
+    gen gla-backward $dt 2,300,4,64,64 2 &
+  done
+  gen gla-backward fp32 1,256,2,64,64 1 "--knob initial_state=2" h0 &
+  gen gla-backward fp32 2,300,4,64,64 2 &
+  gen deltanet-qk-l2norm-backward bf16 1,256,2,64,64 1 "--knob initial_state=2" h0 &
+  wait
+  PYTHONPATH=/tmp/site timeout 520 python3 tools/fla_diff.py "$g/fixtures" --out "$g/fla" --larc $B/larc \
+    --grade io:tf32-truncated --report "$out/fla_diff_grad_io.md" > "$out/grad_io/fla.txt" 2>&1
+  echo "FLA's backward at io:tf32-truncated: exit $?"; tail -4 "$out/grad_io/fla.txt"
   ;;
 qk-l2norm)
   # FLA's chunk_gated_delta_rule and chunk_delta_rule with use_qk_l2norm_in_kernel=True on fixtures of the
