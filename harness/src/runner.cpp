@@ -1,12 +1,16 @@
 #include "larc/harness/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
+#include "cores.h"
+#include "larc/harness/cores.h"
 #include "reference_subjects.h"
 
 namespace larc::harness {
@@ -70,8 +74,20 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
         detail::run_reference_io(m, io_operand_format(g, p.spec.dtype), grades.chunk, p.inputs, out);
       }));
 
+  // Every judgement of a case is independent of the others — per output: at fp32 against every float
+  // baseline, against each baseline alone (its error, for the conditioning) and at each io grade — so they
+  // run on the idle cores together, then are put together per output in order.
   auto judge_all = [&](const std::map<std::string, std::vector<double>>& estimate) {
-    std::vector<Judgement> js;
+    struct Task {
+      Task(std::size_t o, int b, std::optional<Grade> g) : output(o), baseline(b), grade(g) {}
+      std::size_t output;          // index into judged
+      int baseline;                // ≥ 0: the one float baseline judged alone (for baseline_errors)
+      std::optional<Grade> grade;  // else the grade judged (fp32 with every float baseline, or an io grade)
+      Judgement result;
+    };
+    std::vector<OutputUnderTest> judged;
+    std::vector<const TensorSpec*> specs;
+    std::vector<Task> tasks;
     for (const TensorSpec& spec : m.outputs) {
       const auto v = values.find(spec.name);
       if (v == values.end() || !p.oracle.count(spec.name)) continue;  // an optional output the case has not
@@ -88,22 +104,38 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       for (const ValueMap& b : baselines) out.baselines.push_back(&b.at(spec.name));
       const auto e = estimate.find(spec.name);
       if (e != estimate.end()) out.oracle_error = e->second;
-      std::map<Grade, Judgement> at;  // ordered strictest first (Grade's order)
-      at.emplace(Grade::fp32, judge(out, cfg));
-      std::map<std::string, double, std::less<>> baseline_errors;
+      const std::size_t index = judged.size();
+      judged.push_back(std::move(out));
+      specs.push_back(&spec);
+      tasks.emplace_back(index, -1, Grade::fp32);
       if (baselines.size() > 1)
-        for (std::size_t i = 0; i < baselines.size(); ++i) {
-          OutputUnderTest one = out;
-          one.baselines = {out.baselines[i]};
-          baseline_errors[std::string(baseline_forms[i])] = judge(one, cfg).baseline_rel_err;
-        }
-      const std::size_t fp32_baselines = out.baselines.size();
-      for (const auto& [g, io] : io_baselines) {
-        out.baselines.resize(fp32_baselines);
-        out.baselines.push_back(&io.at(spec.name));
-        at.emplace(g, judge(out, cfg));
+        for (std::size_t i = 0; i < baselines.size(); ++i) tasks.emplace_back(index, static_cast<int>(i), std::nullopt);
+      for (const auto& [g, io] : io_baselines) tasks.emplace_back(index, -1, g);
+    }
+    const detail::CoreClaim helpers(static_cast<unsigned>(std::min<std::size_t>(tasks.empty() ? 0 : tasks.size() - 1, core_budget())));
+    detail::parallel_for(tasks.size(), helpers, [&](std::size_t i) {
+      Task& t = tasks[i];
+      OutputUnderTest out = judged[t.output];
+      if (t.baseline >= 0) {
+        out.baselines = {out.baselines[static_cast<std::size_t>(t.baseline)]};
+      } else if (*t.grade != Grade::fp32) {
+        for (const auto& [g, io] : io_baselines)
+          if (g == *t.grade) out.baselines.push_back(&io.at(out.name));
       }
-      const Grade declared = grades.of(spec.name);
+      t.result = judge(out, cfg);
+    });
+    std::vector<Judgement> js;
+    for (std::size_t o = 0; o < judged.size(); ++o) {
+      std::map<Grade, Judgement> at;  // ordered strictest first (Grade's order)
+      std::map<std::string, double, std::less<>> baseline_errors;
+      for (Task& t : tasks) {
+        if (t.output != o) continue;
+        if (t.baseline >= 0)
+          baseline_errors[std::string(baseline_forms[static_cast<std::size_t>(t.baseline)])] = t.result.baseline_rel_err;
+        else
+          at.emplace(*t.grade, std::move(t.result));
+      }
+      const Grade declared = grades.of(specs[o]->name);
       Judgement j = at.at(effective_grade(declared, p.spec.dtype));
       j.grade_declared = grade_name(declared);
       j.baseline_errors = std::move(baseline_errors);
