@@ -323,11 +323,18 @@ grad-io)
   # fixtures of the twins with an io form that FLA's backward runs on (deltanet: chunk_delta_rule and
   # fused_recurrent_delta_rule; gla: chunk_gla and fused_recurrent_gla; deltanet-qk-l2norm), with and without
   # a random initial state, both cotangents or dht alone; judged at io:tf32-truncated (io for bf16/fp16
-  # inputs), every grade's ratio reported per output. Needs only larc and the package (LARC_BUNDLE_CPU=1).
+  # inputs), every grade's ratio reported per output; FLA's outputs come back as candidates that `larc diff`
+  # replays on any CPU against the same fixtures (regenerated there by the commands in fixtures.txt).
+  # GRAD_IO=gla or GRAD_IO=deltanet runs one family's fixtures. Needs only larc and the package
+  # (LARC_BUNDLE_CPU=1).
   install_fla
   g=/tmp/gio; mkdir -p "$g/fixtures" "$out/grad_io"
-  gen() { $B/larc fixtures gen --mechanism "$1" --dtype "$2" --shape "$3" --seed "$4" ${5:+$5} \
-    --out "$g/fixtures/$1_$2_$(echo "$3" | tr , x)_s$4${6:+_$6}.safetensors" > /dev/null; }
+  gen() {
+    case "$1" in ${GRAD_IO:-*}*) ;; *) return ;; esac
+    local cmd="larc fixtures gen --mechanism $1 --dtype $2 --shape $3 --seed $4 ${5:+$5} --out $1_$2_$(echo "$3" | tr , x)_s$4${6:+_$6}.safetensors"
+    echo "$cmd" >> "$out/grad_io/fixtures.txt"
+    (cd "$g/fixtures" && $B/$cmd > /dev/null)
+  }
   for dt in bf16 fp16; do
     gen deltanet-backward $dt 1,256,2,64,64 1 "--knob initial_state=2" h0 &
     gen deltanet-backward $dt 2,300,4,64,64 2 &
@@ -339,7 +346,7 @@ grad-io)
   gen gla-backward fp32 2,300,4,64,64 2 &
   gen deltanet-qk-l2norm-backward bf16 1,256,2,64,64 1 "--knob initial_state=2" h0 &
   wait
-  PYTHONPATH=/tmp/site timeout 520 python3 tools/fla_diff.py "$g/fixtures" --out "$g/fla" --larc $B/larc \
+  PYTHONPATH=/tmp/site timeout "${GRAD_IO_LIMIT:-520}" python3 tools/fla_diff.py "$g/fixtures" --out "$out/grad_io/fla" --larc $B/larc \
     --grade io:tf32-truncated --report "$out/fla_diff_grad_io.md" > "$out/grad_io/fla.txt" 2>&1
   echo "FLA's backward at io:tf32-truncated: exit $?"; tail -4 "$out/grad_io/fla.txt"
   ;;
