@@ -328,7 +328,7 @@ grad-io)
   # GRAD_IO=gla or GRAD_IO=deltanet runs one family's fixtures. Needs only larc and the package
   # (LARC_BUNDLE_CPU=1).
   install_fla
-  g=/tmp/gio; mkdir -p "$g/fixtures" "$out/grad_io"
+  g=/tmp/gio; rm -rf "$g"; mkdir -p "$g/fixtures" "$out/grad_io"  # a warm machine keeps /tmp: no earlier call's fixtures
   gen() {
     case "$1" in ${GRAD_IO:-*}*) ;; *) return ;; esac
     local cmd="larc fixtures gen --mechanism $1 --dtype $2 --shape $3 --seed $4 ${5:+$5} --out $1_$2_$(echo "$3" | tr , x)_s$4${6:+_$6}.safetensors"
