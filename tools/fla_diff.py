@@ -210,6 +210,8 @@ def main():
             if row["rc"] == 1 and row["result"].get("reproduce"):
                 verdict += f"; replay: {args.larc} diff {row['result']['reproduce'].removeprefix('larc diff ')}"
             print(f"{path}: {row['note']}{verdict}", flush=True)
+            if args.report:  # after every candidate: a run cut short by a time limit keeps what it judged
+                write_report(args.report, rows, versions, " ".join(sys.argv), args.grade)
 
     if args.report:
         write_report(args.report, rows, versions, " ".join(sys.argv), args.grade)
