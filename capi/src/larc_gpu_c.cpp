@@ -66,7 +66,8 @@ gpu::Tensors tensors(const json& args, const char* key) {
 json limits_json(const gpu::ShapeLimits& l) {
   return {{"max_B", l.max_B}, {"max_T", l.max_T}, {"max_H", l.max_H}, {"max_K", l.max_K}, {"max_V", l.max_V},
           {"min_K", l.min_K}, {"head_dims", l.head_dims}, {"varlen", l.varlen}, {"initial_state", l.initial_state},
-          {"scale", l.scale}, {"value_head_groups", l.value_head_groups}, {"chunk", l.chunk}};
+          {"scale", l.scale}, {"value_head_groups", l.value_head_groups}, {"ragged", l.ragged},
+          {"padding_unwritten", l.padding_unwritten}, {"chunk", l.chunk}};
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "head_split.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <cstring>
 #include <stdexcept>
 
@@ -92,16 +94,77 @@ ValueMap pair_inputs(const Mechanism& m, const ValueMap& in, const Pairs& n, std
   return out;
 }
 
-// Runs `whole` once per (b, h) pair on the idle cores and puts the pairs' outputs back together.
+// The case's T, read off an input with a T axis (-1 without one).
+std::int64_t time_extent(const Mechanism& m, const ValueMap& in) {
+  for (const TensorSpec& s : m.inputs)
+    if (const auto t = in.find(s.name); t != in.end() && s.dims.find('T') != std::string::npos && t->second.shape.size() == s.dims.size())
+      return t->second.shape[s.dims.find('T')];
+  return -1;
+}
+
+// The sequence lengths of a case with the input seq_lens [B] (mechanism.h, kVarlenKnob): whole numbers in
+// [0, T]; throws std::invalid_argument naming the input otherwise.
+std::vector<std::int64_t> sequence_lengths(const Mechanism& m, const ValueMap& in) {
+  const std::int64_t T = time_extent(m, in);
+  std::vector<std::int64_t> lengths;
+  for (double x : in.at(kSeqLensInput).data) {
+    if (!(x >= 0 && x <= static_cast<double>(T) && x == std::floor(x)))
+      throw std::invalid_argument(m.name + ": input '" + std::string(kSeqLensInput) + "' holds " + std::to_string(x) +
+                                  ", expected a whole number of tokens in [0, T = " + std::to_string(T) + "]");
+    lengths.push_back(static_cast<std::int64_t>(x));
+  }
+  return lengths;
+}
+
+// x with its axis `axis` resized to `n`: the first n entries kept (n below the extent), or the tensor
+// followed by zeros (n above it).
+ref::Tensor<double> resize_axis(const ref::Tensor<double>& x, std::size_t axis, std::int64_t n) {
+  std::vector<std::int64_t> shape = x.shape;
+  const std::int64_t from = shape[axis];
+  shape[axis] = n;
+  ref::Tensor<double> r(shape);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t i = 0; i < axis; ++i) outer *= x.shape[i];
+  for (std::size_t i = axis + 1; i < x.shape.size(); ++i) inner *= x.shape[i];
+  const std::int64_t kept = std::min(from, n) * inner;
+  for (std::int64_t o = 0; o < outer; ++o)
+    std::memcpy(r.data.data() + o * n * inner, x.data.data() + o * from * inner, sizeof(double) * static_cast<std::size_t>(kept));
+  return r;
+}
+
+// Every tensor of `values` that has a T axis in `specs`, resized to n along it.
+void resize_time_axes(const std::vector<TensorSpec>& specs, ValueMap& values, std::int64_t n) {
+  for (auto& [name, t] : values)
+    if (const TensorSpec* s = spec_of(specs, name); s != nullptr && s->dims.find('T') != std::string::npos)
+      t = resize_axis(t, s->dims.find('T'), n);
+}
+
+// Runs `whole` once per (b, h) pair on the idle cores and puts the pairs' outputs back together. With
+// sequence lengths (seq_lens) the split is required, idle cores or not: each pair runs over its
+// sequence's own tokens, and its outputs are padded back to T with zeros.
 template <class Whole>
 ValueMap over_pairs(const Mechanism& m, const ValueMap& in, const Whole& whole) {
   const Pairs n = pairs_of(m, in);
-  if (n.B * n.H <= 1) return whole(in);
+  const bool ragged = in.count(kSeqLensInput) != 0;
+  if (ragged && n.B * n.H == 0)
+    throw std::logic_error(m.name + ": an input '" + std::string(kSeqLensInput) + "' needs a per-sequence split");
+  const std::vector<std::int64_t> lengths = ragged ? sequence_lengths(m, in) : std::vector<std::int64_t>();
+  if (!ragged && n.B * n.H <= 1) return whole(in);
   const CoreClaim helpers(static_cast<unsigned>(std::min<std::int64_t>(n.B * n.H - 1, core_budget())));
-  if (helpers.held() == 0) return whole(in);  // no idle core: the split would only add copies
+  if (!ragged && helpers.held() == 0) return whole(in);  // no idle core: the split would only add copies
+  const std::int64_t T = time_extent(m, in);
   std::vector<ValueMap> pairs(static_cast<std::size_t>(n.B * n.H));
   parallel_for(pairs.size(), helpers, [&](std::size_t i) {
-    pairs[i] = whole(pair_inputs(m, in, n, static_cast<std::int64_t>(i) / n.H, static_cast<std::int64_t>(i) % n.H));
+    const std::int64_t b = static_cast<std::int64_t>(i) / n.H;
+    ValueMap x = pair_inputs(m, in, n, b, static_cast<std::int64_t>(i) % n.H);
+    if (!ragged) {
+      pairs[i] = whole(x);
+      return;
+    }
+    x.erase(kSeqLensInput);
+    resize_time_axes(m.inputs, x, lengths[static_cast<std::size_t>(b)]);
+    pairs[i] = whole(x);
+    resize_time_axes(m.outputs, pairs[i], T);
   });
   ValueMap out;
   for (auto& [name, first] : pairs.front()) {

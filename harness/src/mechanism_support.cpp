@@ -7,6 +7,7 @@ namespace larc::harness::detail {
 namespace {
 constexpr std::uint64_t kInitialStateStream = 0x50;       // mix_seed stream of the initial state
 constexpr std::uint64_t kInitialNormalizerStream = 0x51;  // and of a ratio read's normaliser
+constexpr std::uint64_t kSeqLensStream = 0x54;            // mix_seed stream of the sequence lengths
 }  // namespace
 
 TensorSpec initial_state_spec() {
@@ -34,6 +35,30 @@ void add_initial_normalizer(ValueMap& in, const Shape& s, std::uint64_t seed, co
   Rng rng(mix_seed(seed, kInitialNormalizerStream));
   in["initial_normalizer"] = choice == InitialState::zero ? ref::Tensor<double>({s.B, s.H, s.K})
                                                           : uniform_tensor(rng, {s.B, s.H, s.K}, 0.0, 2.0);
+}
+
+void with_sequence_lengths(Mechanism& m) {
+  m.inputs.push_back({.name = kSeqLensInput, .dims = "B",
+                      .meaning = "tokens of each sequence, a whole number in [0, T]; its rows past them are padding, "
+                                 "zero in every output (absent: every sequence has T)",
+                      .always_fp32 = true, .optional = true, .min = 0});
+  m.knobs.push_back({.name = kVarlenKnob, .lo = 0, .hi = 1, .default_value = 0,
+                     .meaning = "1: sequences of their own lengths (seq_lens): the first empty and the second of one "
+                                "token where B allows, the others U{1..T}, the rest of each padding",
+                     .integer = true, .regime = true});
+  m.edge_regimes.push_back({{kVarlenKnob, 1}});
+  m.generate = [generate = m.generate](const Shape& s, std::uint64_t seed, const KnobValues& kn) {
+    ValueMap in = generate(s, seed, kn);
+    if (kn.at(kVarlenKnob) == 0) return in;
+    Rng rng(mix_seed(seed, kSeqLensStream));
+    ref::Tensor<double> lengths({s.B});
+    for (std::int64_t b = 0; b < s.B; ++b) {
+      const auto drawn = static_cast<std::int64_t>(rng.bits() % static_cast<std::uint64_t>(s.T)) + 1;  // U{1..T}
+      lengths.data[static_cast<std::size_t>(b)] = static_cast<double>(b == 0 && s.B > 1 ? 0 : b == 1 && s.B > 2 ? 1 : drawn);
+    }
+    in[kSeqLensInput] = std::move(lengths);
+    return in;
+  };
 }
 
 Knob scale_knob() {

@@ -84,6 +84,12 @@ std::optional<S> scale_in(const ValueMap& in) {
   return ref::from_double<S>(it->second.data.at(0));
 }
 
+// Sequences of their own lengths (kVarlenKnob, kSeqLensInput): adds the knob (an edge regime) and the
+// optional input seq_lens [B] to `m` and wraps its generator to draw the lengths when the knob is 1 (from a
+// stream of their own: every other input is the same either way). The per-sequence cut and the zero
+// padding of the outputs are head_split.cpp's, for every mechanism that has the input.
+void with_sequence_lengths(Mechanism& m);
+
 // A ratio read's normaliser z_0 [B,H,K] beside its initial state (float32, ≥ 0 as a sum of positive
 // features is): none, zeros or U(0, 2) entries by the same knob, from a stream of its own.
 TensorSpec initial_normalizer_spec();

@@ -170,6 +170,7 @@ Mechanism gdn(QkFrontEnd front_end) {
                                          initial_state_in<S>(in), form, chunk, operands));
   });
   if (front_end == QkFrontEnd::l2norm_in_kernel) with_l2norm_in_kernel(m);
+  with_sequence_lengths(m);
   return m;
 }
 
@@ -202,6 +203,7 @@ Mechanism deltanet(QkFrontEnd front_end) {
                                               initial_state_in<S>(in), form, chunk, operands));
   });
   if (front_end == QkFrontEnd::l2norm_in_kernel) with_l2norm_in_kernel(m);
+  with_sequence_lengths(m);
   return m;
 }
 
@@ -238,6 +240,7 @@ Mechanism kla() {
                                          cast_tensor<S>(in.at("g")), cast_tensor<S>(in.at("eta")), ref::from_double<S>(kKlaEps),
                                          scale_in<S>(in), initial_state_in<S>(in), form, chunk, operands));
   });
+  with_sequence_lengths(m);
   return m;
 }
 
@@ -288,7 +291,7 @@ ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& st
   ValueMap out{{"dq", to_double_tensor(input_gradient(g.dq, in, "q", front_end))},
                {"dk", to_double_tensor(input_gradient(g.dk, in, "k", front_end))}, {"dv", to_double_tensor(g.dv)},
                {"d" + step, to_double_tensor(g.dbeta)}, {"dh0", to_double_tensor(g.d_initial_state)}};
-  if (!g.dg.data.empty()) out.emplace("dg", to_double_tensor(g.dg));
+  if (!g.dg.shape.empty()) out.emplace("dg", to_double_tensor(g.dg));  // DeltaNet has none (T = 0 has an empty one)
   return out;
 }
 

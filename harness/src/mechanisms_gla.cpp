@@ -46,6 +46,7 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
     return ValueMap{{"o", to_double_tensor(r.o)}, {"final_state", to_double_tensor(r.final_state)}};
   };
   set_compute(m, outputs);
+  with_sequence_lengths(m);
   out.push_back(std::move(m));
   // The gradient twin (docs/gate.md "Gradient cases"), through the reference's backward verb.
   // The gradients in scalar S: the backward verb's; for a chunk size, with dgk in the chunk-local identity

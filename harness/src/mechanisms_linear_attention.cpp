@@ -74,6 +74,7 @@ Mechanism linear_attention(bool ratio) {
     return out;
   };
   set_compute(m, outputs);
+  if (!ratio) with_sequence_lengths(m);  // the plain read (the ratio read with lengths: not yet)
   return m;
 }
 

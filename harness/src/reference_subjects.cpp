@@ -36,6 +36,7 @@ void register_reference_subjects(std::vector<Subject>& out) {
       s.mechanism = m.name;
       s.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
       s.limits.value_head_groups = true;
+      s.limits.ragged = true;
       if (form == ref::Form::chunked) s.limits.chunk = kReferenceChunk;
       s.description = "reference " + std::string(ref::form_name(form)) + " form in float (CPU)";
       s.launch = [&m, form](const TensorMap& in, TensorMap& o) { run_reference_in_float(m, form, in, o); };

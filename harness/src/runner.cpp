@@ -162,6 +162,32 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
   for (const Judgement& j : r.outputs) all_pass = all_pass && j.pass;
   r.pass = all_pass && r.errors.empty();
 }
+
+// For a subject that leaves the padding rows of a case with sequence lengths unwritten
+// (ShapeLimits::padding_unwritten): every element of an output's row t ≥ seq_lens[b] still poisoned is
+// taken as the zero the oracle holds there. A written padding element is judged as any other.
+void accept_unwritten_padding(const Mechanism& m, const PreparedCase& p, ValueMap& values,
+                              std::map<std::string, std::vector<bool>>& unwritten) {
+  const auto lengths = p.inputs.find(kSeqLensInput);
+  if (lengths == p.inputs.end()) return;
+  const ref::Tensor<double> seq_lens = lengths->second.decode();
+  for (const TensorSpec& spec : m.outputs) {
+    const auto v = values.find(spec.name);
+    const std::size_t b_axis = spec.dims.find('B'), t_axis = spec.dims.find('T');
+    if (v == values.end() || b_axis != 0 || t_axis != 1 || v->second.data.empty()) continue;  // per token: [B, T, …]
+    ref::Tensor<double>& x = v->second;
+    std::vector<bool>& mask = unwritten.at(spec.name);
+    const std::size_t T = static_cast<std::size_t>(x.dim(1)), row = x.data.size() / (static_cast<std::size_t>(x.dim(0)) * T);
+    for (std::size_t i = 0; i < x.data.size(); ++i) {
+      const std::size_t b = i / (T * row), t = i / row % T;
+      if (static_cast<double>(t) >= seq_lens.data[b] && mask[i]) {
+        mask[i] = false;
+        x.data[i] = 0;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // A prepared case's inputs must be the mechanism's, shaped as spec.shape, finite and in range
@@ -291,7 +317,9 @@ CaseResult run_subject(const PreparedCase& p, const Subject& subject, const Tole
     mask.resize(t.size());
     for (std::size_t i = 0; i < t.size(); ++i) mask[i] = t.is_poison(i);
   }
-  judge_values(p, decode_all(first), unwritten, subject.grades, cfg, r);
+  ValueMap values = decode_all(first);
+  if (subject.limits.padding_unwritten) accept_unwritten_padding(m, p, values, unwritten);
+  judge_values(p, values, unwritten, subject.grades, cfg, r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

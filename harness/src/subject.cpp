@@ -46,6 +46,7 @@ std::vector<std::string> Subject::knobs_held_at_default() const {
   std::vector<std::string> held;
   if (!limits.initial_state) held.emplace_back(kInitialStateKnob);
   if (!limits.scale) held.emplace_back(kScaleFactorKnob);
+  if (!limits.ragged) held.emplace_back(kVarlenKnob);
   return held;
 }
 

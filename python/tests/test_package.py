@@ -52,8 +52,17 @@ def test_cases_respect_the_kernels_limits():
     assert cases and all(int(c.spec["shape"].split(",")[3]) >= 16 for c in cases)
 
 
+def test_only_ragged_kernels_get_the_varlen_cases():
+    plain = larc.cases("gdn", dtypes=["fp32"])
+    ragged = larc.cases("gdn", dtypes=["fp32"], limits={"ragged": True})
+    assert not any(c.spec["knobs"].get("varlen") for c in plain)
+    varlen = [c for c in ragged if c.spec["knobs"].get("varlen") == 1]
+    assert varlen and all("seq_lens" in [i["name"] for i in c.info["inputs"]] for c in varlen)
+
+
 def test_wrong_plan_arguments_raise_value_error_naming_them():
     for kwargs, named in [({"limits": {"max_T": "long"}}, "max_T"), ({"limits": {"max_X": 1}}, "max_X"),
+                          ({"limits": {"ragged": "yes"}}, "ragged"),
                           ({"dtypes": ["fp8"]}, "dtypes"), ({"random": -1}, "random"), ({"shapes": [(1, 2)]}, "shapes"),
                           ({"fixtures": ["/no/such/file"]}, "fixtures"), ({"knobs": {"bogus": 1}}, "bogus")]:
         with pytest.raises(ValueError, match=named):

@@ -17,6 +17,12 @@ struct ShapeLimits {
   // a multiple of q's and k's H, value head j reading q, k of head j / (HV/H).
   bool value_head_groups = false;
   bool varlen = false;         // takes packed sequences and cu_seqlens (B = 1)
+  // Takes cases whose sequences have lengths of their own (the seq_lens input: rows past a sequence's
+  // length are padding, every output there zero); cases with one are skipped otherwise.
+  bool ragged = false;
+  // With ragged: leaves the padding rows unwritten (FLA's varlen kernels skip what follows the last offset);
+  // such rows count as the zeros they must otherwise hold.
+  bool padding_unwritten = false;
   bool initial_state = true;   // reads an "initial_state" input (cases with one are skipped otherwise)
   bool scale = true;           // reads the read scale (cases whose scale_factor is not 1 are skipped otherwise)
   // The chunk length its arithmetic cuts a sequence into from the first token (0: none, a

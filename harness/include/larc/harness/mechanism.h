@@ -85,6 +85,14 @@ Knob initial_state_knob();
 // The case's initial-state choice (none when the mechanism has no such knob).
 InitialState initial_state_of(const KnobValues& knobs);
 
+// The knob of the mechanisms whose kernels take varlen batches: 1 gives each of the case's B sequences a
+// length of its own (the optional input "seq_lens" [B], float32 whole numbers in [0, T]; the first
+// sequence empty and the second of one token where B allows); a sequence's rows past its length are
+// padding: the reference runs each sequence over its own tokens, and every output and gradient is zero on
+// padding rows (FLA's cu_seqlens batches, packed, put every padding row after the last offset).
+inline constexpr const char* kVarlenKnob = "varlen";
+inline constexpr const char* kSeqLensInput = "seq_lens";
+
 // The knob of every mechanism with a read scale: scale = scale_factor · K^{-1/2}. At 1 (the default)
 // a case has no "scale" input and a kernel uses its own default K^{-1/2} (FLA's); otherwise the input
 // "scale" [1] (float32) holds the scale.
