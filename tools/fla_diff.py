@@ -9,7 +9,8 @@ function through larc.fla's callables on the fixture's case (larc.Case.from_fixt
 tensors of the fixture's dtype on --device, its initial state when it has one, its read scale) and
 judges it as larc.gate does (Case.run, docs/python.md): two runs that must be bitwise equal, inputs left
 untouched, the first run's outputs judged against the fixture's oracle at the grade --grade declares
-(fp32 for a mechanism without an io form: the gla and la gradient twins), larc reporting the strictest grade each output meets. On a gradient fixture (mechanism
+(fp32 for a mechanism without an io form, as the log-linear and HLA gradient twins), larc reporting the
+strictest grade each output meets. On a gradient fixture (mechanism
 "<forward>-backward": gdn, deltanet, gla and the two qk-l2norm mechanisms) the callable is FLA's forward
 and Case.run takes torch.autograd.grad of L = sum(do * o) + sum(dht * final_state) with the fixture's do
 and dht, i.e. FLA's backward, judged on the gradients under the twin's names (a zero initial state where
@@ -134,8 +135,8 @@ def judge(path, case, function, args, out_dir, versions):
            "result": None}
     if row["note"]:
         return row
-    # A mechanism without an io form (gla's and la's gradient twins: no chunked backward in the reference)
-    # can only be judged at fp32.
+    # A mechanism without an io form (a gradient twin without a chunked backward in the reference: log-linear's,
+    # HLA's, VLA's, CCQ's, la-ratio's) can only be judged at fp32.
     grade = args.grade if larc.mechanisms()[case.spec["mechanism"]].get("io_form") else "fp32"
     result = case.run(larc_fla.KERNELS[function], device=None if args.device == "none" else args.device,
                       grade=grade, grade_of=grade_of(args), kernel=f"fla.{function}", save_dir=out_dir / "failures",

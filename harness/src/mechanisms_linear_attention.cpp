@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "larc/common/mechanism_constants.h"
+#include "larc/reference/gla_backward.h"
 #include "larc/reference/linear_attention_backward.h"
 #include "mechanism_support.h"
 
@@ -117,6 +118,17 @@ void register_linear_attention_mechanisms(std::vector<Mechanism>& out) {
         return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
                         {"dh0", to_double_tensor(g.d_initial_state)}};
       }));
+  // Its io form: the plain read is GLA with every decay 1 (gk = 0), so GLA's chunked backward with rounded
+  // operands (gla_backward.h) is the io grade's gradient baseline; its dgk is dropped.
+  out.back().compute_io = [](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
+    const ref::Tensor<float> q = cast_tensor<float>(in.at("q"));
+    const auto g = ref::gla::gla_backward_batched<float>(
+        q, cast_tensor<float>(in.at("k")), cast_tensor<float>(in.at("v")), ref::Tensor<float>(q.shape),
+        cotangents_in<float>(in), options_of<float>(false, in).scale, initial_state_in<float>(in), 64, chunk,
+        ref::MatmulOperands<float>(operands));
+    return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
+                    {"dh0", to_double_tensor(g.d_initial_state)}};
+  };
   out.push_back(linear_attention(true));
   out.push_back(gradient_twin(
       out.back(),

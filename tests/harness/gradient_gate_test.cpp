@@ -238,24 +238,24 @@ TEST_P(GradientGateIo, PlantedBackwardDefectsFailAtIo) {
 INSTANTIATE_TEST_SUITE_P(DtypesAndCotangents, GradientGateIo,
                          ::testing::Combine(::testing::ValuesIn(kLowPrecision), ::testing::Values(0, 1, 2)), case_name);
 
-// GLA's io form for gradients: gla-backward [2, 200, 2, 32, 32] (random initial state, weak decay) declared
-// io, the io chunked backward at C = 32 honest or with a defect planted in its outputs; bf16 and fp16, both
-// cotangents.
-class GradientGateIoGla : public ::testing::TestWithParam<Dtype> {
+// The io form for gradients of GLA (its chunked backward) and LA (GLA's with every decay 1): the twin
+// [2, 200, 2, 32, 32] (random initial state; GLA with weak decay) declared io, the io chunked backward at
+// C = 32 honest or with a defect planted in its outputs; bf16 and fp16, both cotangents.
+class GradientGateIoGlaLa : public ::testing::TestWithParam<std::tuple<std::string, Dtype>> {
  protected:
-  static void reg(const std::string& name, larc::harness::io_subjects::Edit edit = {},
+  static void reg(const std::string& mechanism, const std::string& name, larc::harness::io_subjects::Edit edit = {},
                   std::function<h::ValueMap(const h::ValueMap&)> inputs_seen = {}) {
     for (const h::Subject& s : h::subjects())
       if (s.name == name) return;
     h::Subject s;
     s.name = name;
-    s.mechanism = "gla-backward";
+    s.mechanism = mechanism;
     s.dtypes = kLowPrecision;
     s.grades = io_grade();
-    s.launch = [edit, inputs_seen](const h::TensorMap& in, h::TensorMap& out) {
+    s.launch = [mechanism, edit, inputs_seen](const h::TensorMap& in, h::TensorMap& out) {
       const h::ValueMap v = h::decode_all(in);
       const larc::ref::OperandFormat operands = h::io_operand_format(h::Grade::io, in.at("q").dtype());
-      h::ValueMap o = h::find_mechanism("gla-backward").compute_io(inputs_seen ? inputs_seen(v) : v, operands, 32);
+      h::ValueMap o = h::find_mechanism(mechanism).compute_io(inputs_seen ? inputs_seen(v) : v, operands, 32);
       if (edit) edit(o);
       larc::harness::io_subjects::write_outputs(o, out);
     };
@@ -263,10 +263,13 @@ class GradientGateIoGla : public ::testing::TestWithParam<Dtype> {
   }
 };
 
-TEST_P(GradientGateIoGla, HonestPassesAndPlantedDefectsFail) {
-  reg("gla-bwd-io-c32");
+TEST_P(GradientGateIoGlaLa, HonestPassesAndPlantedDefectsFail) {
+  const std::string m = std::get<0>(GetParam());
+  // A per-token gradient one token off in the packed layout: GLA's dgk, LA's dv (LA has no decay).
+  const std::string shifted = m == "gla-backward" ? "dgk" : "dv";
+  reg(m, m + "-io-c32");
   // dq × 1.05 on head 1's partial last chunk (tokens 192..199) of every sequence.
-  reg("gla-bwd-io-dq-partial-chunk-x1.05", [](h::ValueMap& o) {
+  reg(m, m + "-io-dq-partial-chunk-x1.05", [](h::ValueMap& o) {
     larc::ref::Tensor<double>& dq = o.at("dq");
     const std::int64_t T = dq.dim(1), H = dq.dim(2), K = dq.dim(3);
     for (std::int64_t b = 0; b < dq.dim(0); ++b)
@@ -274,33 +277,33 @@ TEST_P(GradientGateIoGla, HonestPassesAndPlantedDefectsFail) {
         for (std::int64_t d = 0; d < K; ++d) dq.data[((b * T + t) * H + 1) * K + d] *= 1.05;
   });
   // dh0 × 1.025 on (sequence 1, head 0).
-  reg("gla-bwd-io-dh0-one-head-x1.025", [](h::ValueMap& o) {
+  reg(m, m + "-io-dh0-one-head-x1.025", [](h::ValueMap& o) {
     larc::ref::Tensor<double>& dh0 = o.at("dh0");
     const std::int64_t per_head = dh0.dim(2) * dh0.dim(3);
     for (std::int64_t i = 0; i < per_head; ++i) dh0.data[(1 * dh0.dim(1)) * per_head + i] *= 1.025;
   });
-  // dgk one token off in the packed layout: every token's from the token before it.
-  reg("gla-bwd-io-dgk-varlen-offset", [](h::ValueMap& o) {
-    larc::ref::Tensor<double>& dgk = o.at("dgk");
-    const std::size_t per_token = static_cast<std::size_t>(dgk.dim(2) * dgk.dim(3));
-    const std::size_t per_sequence = static_cast<std::size_t>(dgk.dim(1)) * per_token;
-    for (std::size_t i = dgk.data.size(); i-- > per_sequence;) dgk.data[i] = dgk.data[i - per_token];
+  reg(m, m + "-io-" + shifted + "-varlen-offset", [shifted](h::ValueMap& o) {
+    larc::ref::Tensor<double>& x = o.at(shifted);
+    const std::size_t per_token = static_cast<std::size_t>(x.dim(2) * x.dim(3));
+    const std::size_t per_sequence = static_cast<std::size_t>(x.dim(1)) * per_token;
+    for (std::size_t i = x.data.size(); i-- > per_sequence;) x.data[i] = x.data[i - per_token];
   });
-  // The backward run without dht: ⟨S_T, dht⟩ missing from dgk and the carry started at zero.
-  reg("gla-bwd-io-dht-ignored", {}, [](const h::ValueMap& in) {
+  // The backward run without dht: the final state's term missing and the carry started at zero.
+  reg(m, m + "-io-dht-ignored", {}, [](const h::ValueMap& in) {
     h::ValueMap without = in;
     without.erase("dht");
     return without;
   });
   h::CaseSpec spec;
-  spec.mechanism = "gla-backward";
-  spec.dtype = GetParam();
+  spec.mechanism = m;
+  spec.dtype = std::get<1>(GetParam());
   spec.shape = {2, 200, 2, 32, 32};
   spec.seed = 5;
-  spec.knobs = {{"initial_state", 2}, {"decay_max", 0.05}};
+  spec.knobs = {{"initial_state", 2}};
+  if (m == "gla-backward") spec.knobs["decay_max"] = 0.05;
   const h::PreparedCase p = h::prepare_case(spec);
-  auto run_gla = [&p](const std::string& subject) {
-    const h::CaseResult r = h::run_subject(p, h::find_subject(subject, "gla-backward"));
+  auto run_io = [&](const std::string& subject) {
+    const h::CaseResult r = h::run_subject(p, h::find_subject(subject, m));
     double worst = 0;
     std::string failed;
     for (const h::Judgement& j : r.outputs) {
@@ -311,16 +314,20 @@ TEST_P(GradientGateIoGla, HonestPassesAndPlantedDefectsFail) {
                 std::string(larc::ref::dtype_name(p.spec.dtype)).c_str(), worst, r.pass ? "pass" : "FAIL", failed.c_str());
     return r.pass;
   };
-  EXPECT_TRUE(run_gla("gla-bwd-io-c32"));
-  EXPECT_TRUE(run_gla("ref-serial-f32"));
-  EXPECT_FALSE(run_gla("gla-bwd-io-dq-partial-chunk-x1.05"));
-  EXPECT_FALSE(run_gla("gla-bwd-io-dh0-one-head-x1.025"));
-  EXPECT_FALSE(run_gla("gla-bwd-io-dgk-varlen-offset"));
-  EXPECT_FALSE(run_gla("gla-bwd-io-dht-ignored"));
+  EXPECT_TRUE(run_io(m + "-io-c32"));
+  EXPECT_TRUE(run_io("ref-serial-f32"));
+  EXPECT_FALSE(run_io(m + "-io-dq-partial-chunk-x1.05"));
+  EXPECT_FALSE(run_io(m + "-io-dh0-one-head-x1.025"));
+  EXPECT_FALSE(run_io(m + "-io-" + shifted + "-varlen-offset"));
+  EXPECT_FALSE(run_io(m + "-io-dht-ignored"));
 }
 
-INSTANTIATE_TEST_SUITE_P(LowPrecision, GradientGateIoGla, ::testing::ValuesIn(kLowPrecision),
-                         [](const ::testing::TestParamInfo<Dtype>& info) { return std::string(larc::ref::dtype_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(LowPrecision, GradientGateIoGlaLa,
+                         ::testing::Combine(::testing::Values("gla-backward", "la-backward"), ::testing::ValuesIn(kLowPrecision)),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, Dtype>>& info) {
+                           return std::string(std::get<0>(info.param) == "gla-backward" ? "gla" : "la") + "_" +
+                                  std::string(larc::ref::dtype_name(std::get<1>(info.param)));
+                         });
 
 // The KLA chain rule's dk → dβ term (β = η/(‖k‖² + ε)): without it dk is wrong wherever dη ≠ 0.
 TEST(GradientGate, KlaKeyGradientWithoutTheStepTermFails) {

@@ -164,9 +164,9 @@ TEST(GradeDeclarations, AreValidatedByName) {
   EXPECT_THROW(bad_chunk.validate(h::find_mechanism("gdn")), std::invalid_argument);
   // The gradient twins with a chunked backward in the reference have an io form; the others have none.
   for (const char* twin : {"gdn-backward", "deltanet-backward", "kla-backward", "gdn-qk-l2norm-backward",
-                           "deltanet-qk-l2norm-backward", "gla-backward"})
+                           "deltanet-qk-l2norm-backward", "gla-backward", "la-backward"})
     EXPECT_TRUE(h::find_mechanism(twin).compute_io) << twin;
-  for (const char* twin : {"la-backward", "log-linear-backward", "hla-backward", "vla-backward", "ccq-gdn-backward"})
+  for (const char* twin : {"la-ratio-backward", "log-linear-backward", "hla-backward", "vla-backward", "ccq-gdn-backward"})
     EXPECT_FALSE(h::find_mechanism(twin).compute_io) << twin;
   // A mechanism without a chunked form has no io baseline.
   for (const h::Mechanism& m : h::mechanisms()) {
