@@ -164,8 +164,7 @@ const h::Subject& external_subject(const std::string& mechanism, const std::vect
                                    const h::ShapeLimits& limits, bool takes_initial_state) {
   std::string name = "python[";
   name += h::describe_limits(limits);
-  for (const auto& [flag, on] : {std::pair{"value heads grouped", limits.value_head_groups}, std::pair{"ragged", limits.ragged},
-                                 std::pair{"padding unwritten", limits.padding_unwritten}})
+  for (const auto& [flag, on] : {std::pair{"value heads grouped", limits.value_head_groups}, std::pair{"ragged", limits.ragged}})
     if (on) name += std::string(",") + flag;
   for (h::Dtype d : dtypes) {
     name += ',';
@@ -188,10 +187,9 @@ const h::Subject& external_subject(const std::string& mechanism, const std::vect
 
 h::ShapeLimits limits_of_json(const json& j) {
   static const std::set<std::string> keys{"max_B", "max_T", "max_H", "max_K", "max_V", "min_K", "head_dims",
-                                          "value_head_groups", "ragged", "padding_unwritten"};
+                                          "value_head_groups", "ragged"};
   h::ShapeLimits l;
-  const std::map<std::string, bool*> flags{
-      {"value_head_groups", &l.value_head_groups}, {"ragged", &l.ragged}, {"padding_unwritten", &l.padding_unwritten}};
+  const std::map<std::string, bool*> flags{{"value_head_groups", &l.value_head_groups}, {"ragged", &l.ragged}};
   for (const auto& [key, value] : j.items()) {
     if (!keys.count(key)) throw std::invalid_argument("limits: unknown key '" + key + "'");
     if (const auto flag = flags.find(key); flag != flags.end()) {
