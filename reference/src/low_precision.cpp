@@ -17,6 +17,21 @@ namespace {
 // default rounding mode, and every result fits a double. Rounding a double in one step matters:
 // going through float first rounds twice (1 + 2^-8 + 2^-40 becomes the bf16 tie 1 + 2^-8, then 1).
 double round_to_format(double x, int digits, int min_exp, double max_finite) {
+  // In the format's normal range (|x| ≥ 2^(min_exp−1)) that is rounding the double's 52 fraction bits to
+  // digits − 1, ties to even: integer arithmetic on the bit pattern, where a carry out of the fraction moves
+  // x to the next binade as it should. The same rounding as below, without its division and rescaling.
+  std::uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int biased_exponent = static_cast<int>((bits >> 52) & 0x7ff);
+  if (biased_exponent != 0x7ff && biased_exponent - 1023 >= min_exp - 1) {
+    const int dropped = 53 - digits;
+    const std::uint64_t low = (std::uint64_t{1} << dropped) - 1;
+    bits += (low >> 1) + ((bits >> dropped) & 1);
+    bits &= ~low;
+    double r;
+    std::memcpy(&r, &bits, sizeof r);
+    return std::fabs(r) > max_finite ? std::copysign(std::numeric_limits<double>::infinity(), x) : r;
+  }
   if (std::isnan(x) || std::isinf(x)) return x;
   int exp2;
   std::frexp(std::fabs(x), &exp2);             // |x| = m · 2^exp2, m in [0.5, 1)

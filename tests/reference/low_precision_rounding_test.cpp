@@ -204,6 +204,38 @@ TEST(RoundTo, RoundsADoubleOnceNotThroughFloat) {
   EXPECT_TRUE(std::isnan(round_to(Dtype::fp16, std::numeric_limits<double>::quiet_NaN())));
 }
 
+// Doubles that are no floats, in each format's normal range and at its ties: round_to against the two
+// neighbours of |x| in the format (its truncation to `digits` significant bits and the next number up,
+// distances exact by Sterbenz), nearer first, ties to the even one, past the largest finite to ±inf.
+double nearest_by_distance(double x, int digits, double max_finite) {
+  int e;
+  std::frexp(std::fabs(x), &e);
+  const double quantum = std::ldexp(1.0, e - digits);
+  const double lo = std::floor(std::fabs(x) / quantum) * quantum, hi = lo + quantum, a = std::fabs(x);
+  double pick = a - lo < hi - a ? lo : hi - a < a - lo ? hi : (std::fmod(lo / quantum, 2.0) == 0 ? lo : hi);
+  if (pick > max_finite) pick = std::numeric_limits<double>::infinity();
+  return std::copysign(pick, x);
+}
+
+TEST(RoundTo, MatchesNearestNeighbourByDistanceOnRandomDoubles) {
+  std::mt19937_64 rng(0xd0b1e);
+  struct Format { Dtype dtype; int digits, e_min, e_max; double max_finite; };
+  const Format formats[] = {{Dtype::bf16, 8, -125, 129, std::ldexp(2.0 - std::ldexp(1.0, -7), 127)},
+                            {Dtype::fp16, 11, -13, 17, 65504.0}};
+  int mismatches = 0;
+  for (const Format& f : formats)
+    for (int i = 0; i < 100000; ++i) {
+      const std::uint64_t r = rng();
+      const int e = f.e_min + static_cast<int>((r >> 12) % static_cast<std::uint64_t>(f.e_max - f.e_min));
+      double m = 0.5 + std::ldexp(static_cast<double>(rng() >> 11), -54);  // a double in [0.5, 1)
+      if (i % 4 == 0) m = std::ldexp(std::floor(std::ldexp(m, f.digits + 1)), -(f.digits + 1));  // a tie or a number
+      const double x = std::ldexp(m, e) * ((r & 1) ? -1.0 : 1.0);
+      const double want = nearest_by_distance(x, f.digits, f.max_finite), got = round_to(f.dtype, x);
+      if (got != want && ++mismatches <= 5) ADD_FAILURE() << std::hexfloat << "x=" << x << " got " << got << " want " << want;
+    }
+  EXPECT_EQ(mismatches, 0);
+}
+
 TEST(RoundTo, AgreesWithTheFloatRoundingOnFloats) {
   for (const float x : random_floats(7, 20000, -140, 128)) {
     if (std::isnan(x)) continue;
