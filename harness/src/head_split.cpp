@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 
 #include "cores.h"
@@ -108,9 +109,12 @@ std::vector<std::int64_t> sequence_lengths(const Mechanism& m, const ValueMap& i
   const std::int64_t T = time_extent(m, in);
   std::vector<std::int64_t> lengths;
   for (double x : in.at(kSeqLensInput).data) {
-    if (!(x >= 0 && x <= static_cast<double>(T) && x == std::floor(x)))
-      throw std::invalid_argument(m.name + ": input '" + std::string(kSeqLensInput) + "' holds " + std::to_string(x) +
-                                  ", expected a whole number of tokens in [0, T = " + std::to_string(T) + "]");
+    if (!(x >= 0 && x <= static_cast<double>(T) && x == std::floor(x))) {
+      std::ostringstream what;
+      what << m.name << ": input '" << kSeqLensInput << "' holds " << x << ", expected a whole number of tokens in [0, T = "
+           << T << "]";
+      throw std::invalid_argument(what.str());
+    }
     lengths.push_back(static_cast<std::int64_t>(x));
   }
   return lengths;
