@@ -131,6 +131,7 @@ ref::Tensor<double> resize_axis(const ref::Tensor<double>& x, std::size_t axis, 
   for (std::size_t i = 0; i < axis; ++i) outer *= x.shape[i];
   for (std::size_t i = axis + 1; i < x.shape.size(); ++i) inner *= x.shape[i];
   const std::int64_t kept = std::min(from, n) * inner;
+  if (kept == 0) return r;  // an empty sequence (or a size-0 axis): nothing to copy, and no buffer to copy from
   for (std::int64_t o = 0; o < outer; ++o)
     std::memcpy(r.data.data() + o * n * inner, x.data.data() + o * from * inner, sizeof(double) * static_cast<std::size_t>(kept));
   return r;
