@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 
 #include "cores.h"
 #include "larc/harness/cores.h"
@@ -105,8 +105,7 @@ std::int64_t time_extent(const Mechanism& m, const ValueMap& in) {
 
 // The sequence lengths of a case with the input seq_lens [B] (mechanism.h, kVarlenKnob): whole numbers in
 // [0, T]; throws std::invalid_argument naming the input otherwise.
-std::vector<std::int64_t> sequence_lengths(const Mechanism& m, const ValueMap& in) {
-  const std::int64_t T = time_extent(m, in);
+std::vector<std::int64_t> sequence_lengths(const Mechanism& m, const ValueMap& in, std::int64_t T) {
   std::vector<std::int64_t> lengths;
   for (double x : in.at(kSeqLensInput).data) {
     if (!(x >= 0 && x <= static_cast<double>(T) && x == std::floor(x))) {
@@ -153,11 +152,11 @@ ValueMap over_pairs(const Mechanism& m, const ValueMap& in, const Whole& whole) 
   const bool ragged = in.count(kSeqLensInput) != 0;
   if (ragged && n.B * n.H == 0)
     throw std::logic_error(m.name + ": an input '" + std::string(kSeqLensInput) + "' needs a per-sequence split");
-  const std::vector<std::int64_t> lengths = ragged ? sequence_lengths(m, in) : std::vector<std::int64_t>();
+  const std::int64_t T = ragged ? time_extent(m, in) : -1;
+  const std::vector<std::int64_t> lengths = ragged ? sequence_lengths(m, in, T) : std::vector<std::int64_t>();
   if (!ragged && n.B * n.H <= 1) return whole(in);
   const CoreClaim helpers(static_cast<unsigned>(std::min<std::int64_t>(n.B * n.H - 1, core_budget())));
   if (!ragged && helpers.held() == 0) return whole(in);  // no idle core: the split would only add copies
-  const std::int64_t T = time_extent(m, in);
   std::vector<ValueMap> pairs(static_cast<std::size_t>(n.B * n.H));
   parallel_for(pairs.size(), helpers, [&](std::size_t i) {
     const std::int64_t b = static_cast<std::int64_t>(i) / n.H;

@@ -56,23 +56,28 @@ ChunkedGradients<S> chunked_backward(const Problem<S>& p, const Cotangents<S>& c
   validate_output_cotangents("delta_rule", p.T(), p.dk(), p.dv(), c.d_o, c.d_final_state);
   if (chunk < 1) throw std::invalid_argument("delta_rule::chunked_backward: chunk size must be >= 1");
   const Eigen::Index T = p.T(), K = p.dk(), V = p.dv();
-  // The states entering each chunk, as delta_rule::chunked carries them.
+  // The forward, chunk by chunk: the states entering each chunk and the outputs, as delta_rule::chunked
+  // computes them (each chunk run as a problem of its own from the state entering it).
   std::vector<Mat<S>> starts{p.start_state()};
+  Mat<S> o(T, V);
   for (Eigen::Index c0 = 0; c0 < T; c0 += chunk) {
     const Eigen::Index n = std::min(chunk, T - c0);
-    const detail::ChunkTerms<S> t = detail::chunk_terms(p, c0, n, starts.back(), ops);
-    const Vec<S> e = t.gamma_ij.row(n - 1).transpose();
-    starts.push_back(t.gamma(n - 1) * starts.back() + ops.product((e.asDiagonal() * t.K).transpose(), t.v_new));
+    const Problem<S> part{p.q.middleRows(c0, n), p.k.middleRows(c0, n),     p.v.middleRows(c0, n),
+                          p.alpha.segment(c0, n), p.beta.segment(c0, n), p.scale, starts.back()};
+    SeqResult<S> f = chunked(part, chunk, ops);
+    o.middleRows(c0, n) = f.o;
+    starts.push_back(std::move(f.final_state));
   }
-  ChunkedGradients<S> r{{Mat<S>::Zero(T, K), Mat<S>::Zero(T, K), Mat<S>::Zero(T, V), Vec<S>(), Vec<S>::Zero(T), {}},
-                        Vec<S>::Zero(T)};
+  ChunkedGradients<S> r{{Mat<S>::Zero(T, K), Mat<S>::Zero(T, K), Mat<S>::Zero(T, V), Vec<S>(), Vec<S>::Zero(T), {}}, {}};
   Gradients<S>& g = r.grads;
   Mat<S> d_state = c.d_final_state ? *c.d_final_state : Mat<S>::Zero(K, V);  // ∂L/∂S_{c+1}
+  const S final_term = starts.back().cwiseProduct(d_state).sum();           // ⟨S_T, dht⟩
+  Vec<S> seeds = Vec<S>::Zero(T);  // ⟨S_{c+1}, ∂L/∂S_{c+1}⟩ at each next chunk's first token
   const bool has_do = c.d_o.size() != 0;
   for (Eigen::Index c0 = ((T - 1) / chunk) * chunk, ci = (T - 1) / chunk; T > 0 && c0 >= 0; c0 -= chunk, --ci) {
     const Eigen::Index n = std::min(chunk, T - c0);
     const Mat<S>& state = starts[static_cast<std::size_t>(ci)];
-    const Mat<S>& next = starts[static_cast<std::size_t>(ci + 1)];
+    if (c0 + n < T) seeds(c0 + n) = starts[static_cast<std::size_t>(ci + 1)].cwiseProduct(d_state).sum();
     const detail::ChunkTerms<S> t = detail::chunk_terms(p, c0, n, state, ops);
     const Mat<S> I = Mat<S>::Identity(n, n);
     const Mat<S> t_u = detail::unit_lower_solve<S>(t.bkkt.cwiseProduct(t.gamma_ij), I);
@@ -98,18 +103,12 @@ ChunkedGradients<S> chunked_backward(const Problem<S>& p, const Cotangents<S>& c
     const Mat<S> x_terms = dm_u.cwiseProduct(t.kkt).cwiseProduct(t.gamma_ij) + dm_w.cwiseProduct(t.kkt);
     for (Eigen::Index i = 0; i < n; ++i)
       g.dbeta(c0 + i) = d_bv.row(i).dot(t.V.row(i)) + d_bk.row(i).dot(t.K.row(i)) + x_terms.row(i).sum();
-    // dg by the chunk-local identity, seeded with ⟨S_{c+1}, ∂L/∂S_{c+1}⟩; o_s·do_s with o as computed here.
-    S acc = next.cwiseProduct(d_state).sum();
-    const Mat<S> o_scaled = t.gamma.asDiagonal() * ops.product(t.Q, state) + ops.product(t.P, t.v_new);  // O / scale
-    for (Eigen::Index i = n - 1; i >= 0; --i) {
-      acc += o_scaled.row(i).dot(d_o.row(i)) - t.V.row(i).dot(g.dv.row(c0 + i));
-      r.dg(c0 + i) = acc;
-    }
     d_state = (t.gamma(n - 1) * d_state + ops.product(t.Q.transpose(), gamma_d_o) -
                ops.product(t.W.transpose(), t.gamma.asDiagonal() * d_v_new))
                   .eval();
   }
   g.d_initial_state = std::move(d_state);
+  r.dg = chunk_local_log_decay_gradient<S>(o, c.d_o, p.v, g.dv, seeds, final_term, chunk);
   return r;
 }
 

@@ -109,21 +109,25 @@ ChunkedGradients<S> chunked_backward(const Problem<S>& p, const Cotangents<S>& c
   validate_output_cotangents("gla", p.T(), p.dk(), p.dv(), c.d_o, c.d_final_state);
   if (chunk < 1) throw std::invalid_argument("gla::chunked_backward: chunk size must be >= 1");
   const Eigen::Index T = p.T(), K = p.dk(), V = p.dv();
-  std::vector<Mat<S>> starts{p.start_state()};  // the states entering each chunk, as gla::chunked carries them
+  // The states entering each chunk, as gla::chunked carries them (each chunk run as a problem of its own).
+  std::vector<Mat<S>> starts{p.start_state()};
   for (Eigen::Index c0 = 0; c0 < T; c0 += chunk) {
     const Eigen::Index n = std::min(chunk, T - c0);
-    const detail::ChunkTerms<S> t = detail::chunk_terms(p, c0, n);
-    starts.push_back(t.b.row(n - 1).transpose().asDiagonal() * starts.back() +
-                     ops.product(t.keys_to_end.transpose(), p.v.middleRows(c0, n)));
+    const Problem<S> part{p.q.middleRows(c0, n), p.k.middleRows(c0, n), p.v.middleRows(c0, n), p.a.middleRows(c0, n),
+                          p.scale, starts.back()};
+    starts.push_back(chunked(part, chunk, ops).final_state);
   }
-  ChunkedGradients<S> r{{Mat<S>::Zero(T, K), Mat<S>::Zero(T, K), Mat<S>::Zero(T, V), Mat<S>(), {}}, Mat<S>::Zero(T, K)};
+  ChunkedGradients<S> r{{Mat<S>::Zero(T, K), Mat<S>::Zero(T, K), Mat<S>::Zero(T, V), Mat<S>(), {}}, {}};
   Gradients<S>& g = r.grads;
   Mat<S> d_state = c.d_final_state ? *c.d_final_state : Mat<S>::Zero(K, V);  // ∂L/∂S_{c+1}
+  const Vec<S> final_term = starts.back().cwiseProduct(d_state).rowwise().sum();  // rowsum(S_T ⊙ dht)
+  Mat<S> seeds = Mat<S>::Zero(T, K);  // rowsum(S_{c+1} ⊙ ∂L/∂S_{c+1}) at each next chunk's first token
   const bool has_do = c.d_o.size() != 0;
   for (Eigen::Index ci = T > 0 ? (T - 1) / chunk : -1; ci >= 0; --ci) {
     const Eigen::Index c0 = ci * chunk, n = std::min(chunk, T - c0);
     const Mat<S>& state = starts[static_cast<std::size_t>(ci)];
-    const Mat<S>& next = starts[static_cast<std::size_t>(ci + 1)];
+    if (c0 + n < T)
+      seeds.row(c0 + n) = starts[static_cast<std::size_t>(ci + 1)].cwiseProduct(d_state).rowwise().sum().transpose();
     const detail::ChunkTerms<S> t = detail::chunk_terms(p, c0, n);
     const Mat<S> Q = p.q.middleRows(c0, n), Kc = p.k.middleRows(c0, n), Vc = p.v.middleRows(c0, n);
     const Mat<S> qb = Q.cwiseProduct(t.b);
@@ -139,14 +143,10 @@ ChunkedGradients<S> chunked_backward(const Problem<S>& p, const Cotangents<S>& c
     g.dq.middleRows(c0, n) = dq;
     g.dk.middleRows(c0, n) = dk;
     g.dv.middleRows(c0, n) = ops.product(t.scores.transpose(), d_o) + ops.product(t.keys_to_end, d_state);
-    Mat<S> acc = next.cwiseProduct(d_state).rowwise().sum().transpose();  // 1×d_k
-    for (Eigen::Index i = n - 1; i >= 0; --i) {
-      acc += Q.row(i).cwiseProduct(dq.row(i)) - Kc.row(i).cwiseProduct(dk.row(i));
-      r.dgk.row(c0 + i) = acc;
-    }
     d_state = (t.b.row(n - 1).transpose().asDiagonal() * d_state + ops.product(qb.transpose(), d_o)).eval();
   }
   g.d_initial_state = std::move(d_state);
+  r.dgk = chunk_local_suffix_sums<S>(p.q.cwiseProduct(g.dq) - p.k.cwiseProduct(g.dk), seeds, final_term, chunk);
   return r;
 }
 
