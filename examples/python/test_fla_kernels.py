@@ -5,8 +5,8 @@ and a GPU are; the tests skip elsewhere. Each test runs the gate's cases for its
 below, --larc-random N random ones within the limits, or --larc-replay fixtures.
 
 The *_backward tests gate FLA's backward: the same callables with grad=True, differentiated by torch
-autograd with each case's cotangents do and dht, the gradients judged at the same grade (the delta-rule
-and GLA gradient twins have an io form: the chunked backward with rounded operands, docs/gate.md)."""
+autograd with each case's cotangents do and dht, the gradients judged at the same grade (the delta-rule,
+GLA and LA gradient twins have an io form: the chunked backward with rounded operands, docs/gate.md)."""
 import pytest
 
 torch = pytest.importorskip("torch")

@@ -251,6 +251,9 @@ Mechanism gradient_twin_with_io_form(const Mechanism& forward, std::vector<Tenso
   return m;
 }
 
+// The checkpoint interval of the reference's float adjoints (the serial baselines of the gradient twins).
+inline constexpr Eigen::Index kBackwardCheckpoint = 64;
+
 // Registration functions, one per reference family; mechanisms() calls each once.
 void register_delta_rule_mechanisms(std::vector<Mechanism>& out);
 void register_linear_attention_mechanisms(std::vector<Mechanism>& out);

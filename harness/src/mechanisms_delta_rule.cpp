@@ -255,15 +255,14 @@ std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step
 }
 
 // How a baseline's gradients are formed (dr::BackwardForm): the serial adjoint, checkpointed every
-// kCheckpoint tokens (the oracle and the serial baseline); for a chunk size without an operand format,
-// the chunked form's fp32 baseline — the same adjoint with dβ as chunk kernels form it (dg is then
-// made chunk-local by chunk_local_dg); with an operand format, the io grade's baseline, the chunked
-// backward with every matrix-product operand rounded to it.
-constexpr Eigen::Index kCheckpoint = 64;
+// kBackwardCheckpoint tokens (the oracle and the serial baseline); for a chunk size without an operand
+// format, the chunked form's fp32 baseline — the same adjoint with dβ as chunk kernels form it (dg is
+// then made chunk-local by chunk_local_dg); with an operand format, the io grade's baseline, the
+// chunked backward with every matrix-product operand rounded to it.
 template <class S>
 dr::BackwardForm<S> backward_form(std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
   dr::BackwardForm<S> form;
-  form.checkpoint = kCheckpoint;
+  form.checkpoint = kBackwardCheckpoint;
   if (chunk && operands == ref::OperandFormat::none) form.step_gradient = dr::StepGradient::split;
   if (chunk && operands != ref::OperandFormat::none) {
     form.chunk = *chunk;

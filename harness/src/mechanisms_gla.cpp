@@ -57,7 +57,7 @@ void register_gla_mechanisms(std::vector<Mechanism>& out) {
                gk = cast_tensor<S>(in.at("gk"));
     const auto cot = cotangents_in<S>(in);
     const bool io = chunk && operands != ref::OperandFormat::none;
-    auto g = ref::gla::gla_backward_batched<S>(q, k, v, gk, cot, scale_in<S>(in), initial_state_in<S>(in), 64,
+    auto g = ref::gla::gla_backward_batched<S>(q, k, v, gk, cot, scale_in<S>(in), initial_state_in<S>(in), kBackwardCheckpoint,
                                                io ? chunk : std::nullopt, ref::MatmulOperands<S>(operands));
     if (chunk && !io) {
       const auto f = ref::gla::gla_batched<S>(q, k, v, gk, scale_in<S>(in), initial_state_in<S>(in));

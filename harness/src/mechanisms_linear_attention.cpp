@@ -124,7 +124,7 @@ void register_linear_attention_mechanisms(std::vector<Mechanism>& out) {
     const ref::Tensor<float> q = cast_tensor<float>(in.at("q"));
     const auto g = ref::gla::gla_backward_batched<float>(
         q, cast_tensor<float>(in.at("k")), cast_tensor<float>(in.at("v")), ref::Tensor<float>(q.shape),
-        cotangents_in<float>(in), options_of<float>(false, in).scale, initial_state_in<float>(in), 64, chunk,
+        cotangents_in<float>(in), options_of<float>(false, in).scale, initial_state_in<float>(in), kBackwardCheckpoint, chunk,
         ref::MatmulOperands<float>(operands));
     return ValueMap{{"dq", to_double_tensor(g.dq)}, {"dk", to_double_tensor(g.dk)}, {"dv", to_double_tensor(g.dv)},
                     {"dh0", to_double_tensor(g.d_initial_state)}};

@@ -10,8 +10,7 @@
 #include <string>
 
 #include "io_subjects.h"
-#include "larc/reference/delta_rule_backward.h"
-#include "larc/reference/delta_rule_chunked_backward.h"
+#include "larc/reference/delta_rule_backward_batched.h"
 #include "larc/reference/low_precision.h"
 
 namespace larc::harness::backward_subjects {
@@ -40,6 +39,11 @@ using CarryEdit = std::function<void(Mat<float>&)>;
 inline ValueMap chunked_gdn_gradients(const ValueMap& in, std::int64_t chunk, const CarryEdit& carry = {},
                                       ref::OperandFormat operands = ref::OperandFormat::none) {
   const ref::MatmulOperands<float> ops(operands);
+  dr::BackwardForm<float> form;  // the serial adjoint, or with rounded operands the chunked backward
+  if (ops.rounds()) {
+    form.chunk = chunk;
+    form.ops = ops;
+  }
   const auto q = to_float(in.at("q")), k = to_float(in.at("k")),
              v = to_float(in.at("v")), g = to_float(in.at("g")),
              beta = to_float(in.at("beta")), d_o = to_float(in.at("do"));
@@ -70,14 +74,8 @@ inline ValueMap chunked_gdn_gradients(const ValueMap& in, std::int64_t chunk, co
       for (std::int64_t c0 = (T - 1) / chunk * chunk; c0 >= 0; c0 -= chunk) {
         const dr::Problem<float> p = segment(c0);
         const std::int64_t n = p.T();
-        const dr::Cotangents<float> cot{d_o_head.middleRows(c0, n), carried};
-        dr::ChunkedGradients<float> gc;
-        if (ops.rounds()) {
-          gc = dr::chunked_backward(p, cot, chunk, ops);
-        } else {
-          gc.grads = dr::backward(p, cot);
-          gc.dg = dr::log_decay_gradient(p.alpha, gc.grads.dalpha);
-        }
+        const dr::ChunkedGradients<float> gc =
+            dr::gradients_in_form(p, dr::Cotangents<float>{d_o_head.middleRows(c0, n), carried}, form);
         const dr::Gradients<float>& gr = gc.grads;
         hq.middleRows(c0, n) = gr.dq;
         hk.middleRows(c0, n) = gr.dk;

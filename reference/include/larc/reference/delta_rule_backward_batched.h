@@ -30,16 +30,18 @@ struct BackwardForm {
   MatmulOperands<S> ops;
 };
 
-namespace detail {
+// One head's gradients in `form`, with dg (α ⊙ dα after the serial adjoint).
 template <class S>
-ChunkedGradients<S> head_backward(const Problem<S>& p, const Cotangents<S>& c, const BackwardForm<S>& form) {
+ChunkedGradients<S> gradients_in_form(const Problem<S>& p, const Cotangents<S>& c, const BackwardForm<S>& form) {
   if (form.chunk) return chunked_backward(p, c, *form.chunk, form.ops);
   Gradients<S> g = backward(p, c, form.checkpoint, form.step_gradient);
   Vec<S> dg = log_decay_gradient(p.alpha, g.dalpha);
   return {std::move(g), std::move(dg)};
 }
 
-// Runs head_backward per (sequence, head); finish(b, h, problem, gradients, out) writes the gate gradients
+namespace detail {
+
+// Runs gradients_in_form per (sequence, head); finish(b, h, problem, gradients, out) writes the gate gradients
 // of the mechanism's parameterisation (and may correct dk, as KLA's β does).
 template <class S, class GatesOf, class Finish>
 BatchedGradients<S> run_backward_batched(const Tensor<S>& q, const Tensor<S>& k, const Tensor<S>& v,
@@ -54,7 +56,7 @@ BatchedGradients<S> run_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
   for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
     const Problem<S> p = head_problem(q, k, v, gates_of(b, h), scale, initial_state, b, h);
     const Cotangents<S> c{cot.head_d_o(b, h), cot.head_d_final_state(b, h)};
-    ChunkedGradients<S> head = head_backward(p, c, form);
+    ChunkedGradients<S> head = gradients_in_form(p, c, form);
     finish(b, h, p, head, r);
     set_head_rows(r.dq, b, h, head.grads.dq);
     set_head_rows(r.dk, b, h, head.grads.dk);
