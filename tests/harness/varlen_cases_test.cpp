@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "io_subjects.h"
 #include "larc/harness/runner.h"
 
 namespace {
@@ -23,11 +24,6 @@ h::ValueMap honest(const std::string& mechanism, const h::ValueMap& in) {
   return h::find_mechanism(mechanism).compute(in, h::Precision::f32, larc::ref::Form::serial, 0);
 }
 
-void write(const h::ValueMap& values, h::TensorMap& out) {
-  for (auto& [name, t] : out)
-    for (std::size_t i = 0; i < t.size(); ++i) t.set(i, values.at(name).data[i]);
-}
-
 void reg(const std::string& name, const std::string& mechanism, Compute compute, bool padding_unwritten = false,
          bool writes_padding = true) {
   for (const h::Subject& s : h::subjects())
@@ -38,15 +34,15 @@ void reg(const std::string& name, const std::string& mechanism, Compute compute,
   s.dtypes = {Dtype::fp32, Dtype::bf16};
   s.limits.ragged = true;
   s.limits.padding_unwritten = padding_unwritten;
-  s.launch = [compute, writes_padding](const h::TensorMap& in, h::TensorMap& out) {
+  s.launch = [mechanism, compute, writes_padding](const h::TensorMap& in, h::TensorMap& out) {
     const h::ValueMap x = h::decode_all(in);
     const h::ValueMap values = compute(x);
-    if (writes_padding) return write(values, out);
+    if (writes_padding) return larc::harness::io_subjects::write_outputs(values, out);
     // Only each sequence's own rows of the per-token outputs ([B, T, …]); the rest stays poisoned.
     const larc::ref::Tensor<double>& lengths = x.at("seq_lens");
     for (auto& [name, t] : out) {
       const larc::ref::Tensor<double>& v = values.at(name);
-      const bool per_token = t.shape().size() >= 2 && t.shape()[1] == x.at("q").dim(1) && name != "dh0" && name != "final_state";
+      const bool per_token = h::find_mechanism(mechanism).output(name).dims.starts_with("BT");
       const std::size_t T = static_cast<std::size_t>(x.at("q").dim(1)), row = per_token ? t.size() / (t.shape()[0] * T) : 1;
       for (std::size_t i = 0; i < t.size(); ++i)
         if (!per_token || static_cast<double>(i / row % T) < lengths.data[i / (T * row)]) t.set(i, v.data[i]);
