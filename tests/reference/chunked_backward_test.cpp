@@ -5,7 +5,7 @@
 //    chunk sizes 1, 4 and 16 (partial last chunks, a chunk longer than T), with do only, dht only
 //    and both;
 //  - with bf16 operands (the io grade's gradient baseline) in float it stays within bf16's reach of
-//    the double adjoint and rounds what it says it rounds: its error is bf16's, the unrounded one's
+//    the double adjoint and further from it than fp32 reaches: its error is bf16's, the unrounded one's
 //    fp32's;
 //  - GLA's, over rationals, equals its adjoint of serial exactly (dgk against a ⊙ da), same grid.
 #include <gtest/gtest.h>
@@ -57,7 +57,7 @@ double relative_error(const A& a, const B& b) {
   return (a - b).cwiseAbs().maxCoeff() / (scale > 0 ? scale : 1.0);
 }
 
-TEST(DeltaRuleChunkedBackwardIo, Bf16OperandsStayWithinBf16ReachAndRoundEveryProduct) {
+TEST(DeltaRuleChunkedBackwardIo, Bf16OperandsGiveBf16SizedErrorsWhereFp32OnesGiveFp32Sized) {
   const Shape shape{96, 8, 6, true};
   const Case<rational> exact = make_rational_case(Mechanism::gdn, shape, 4242, /*unit_keys=*/true);
   const dr::Cotangents<rational> cot_exact = make_rational_cotangents(shape, Seeds::both, 4243);
