@@ -29,8 +29,14 @@ using namespace chunk_launch;
 constexpr float kKlaEps = float(mechanism_constants::kla_eps);
 constexpr std::int64_t kMaxK = 256;
 
+}  // namespace
+
+namespace delta_rule_chunked {
+
+using namespace chunk_launch;
+
 template <class T, int KP, Step STEP>
-Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
+Status enqueue_states(const Params<T>& p, cudaStream_t stream, const std::string& name) {
   const auto prepare = chunk_prepare<T, KP, STEP>;
   // bf16/fp16: the state in registers (register_state_pass.cuh); fp32: in shared memory, FMA in fp64.
   void (*pass)(Params<T>) = nullptr;
@@ -45,40 +51,54 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     pass_threads = register_state_pass::kThreads;
     pass_smem = sizeof(float) * register_state_pass::Layout<T, KP>::kWords;
   }
-  const auto output = chunk_output<T, KP>;
   const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
-  const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
   cudaError_t e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
-  if (e == cudaSuccess) e = allow_smem(output, output_smem);
   if (e != cudaSuccess) return cuda_failure(name, "shared-memory opt-in", e);  // nothing was launched
-
-  // Workspace: varlen's first_slot [N+1] int64 (padded to 64 floats), then H · slots records, then
-  // H · slots states.
-  const bool varlen = p.cu_seqlens != nullptr;
-  const std::int64_t header = varlen ? (2 * (p.sequences + 1) + kChunk - 1) / kChunk * kChunk : 0;
-  const std::int64_t records = p.H * p.slots;
-  const std::int64_t record_floats = records * Record<T, KP>::words(p.V);
-  const std::int64_t floats = header + record_floats + records * state_words<T, KP>(p.V);
-  float* workspace = nullptr;
-  if (const Status st = allocate_workspace(name, sizeof(float) * static_cast<std::size_t>(floats), stream, &workspace); !st)
-    return st;
-  if (workspace != nullptr) {
-    p.workspace = workspace + header;
-    p.states = p.workspace + record_floats;
-  }
-  if (varlen) {
+  if (p.cu_seqlens != nullptr) {
     SequenceMap m;
     m.cu_seqlens = p.cu_seqlens;
     m.int64 = p.cu_seqlens_int64;
     m.sequences = p.sequences;
     m.tokens = p.tokens;
-    m.first_slot = reinterpret_cast<std::int64_t*>(workspace);
-    p.first_slot = m.first_slot;
+    m.first_slot = const_cast<std::int64_t*>(p.first_slot);
     chunk_map<kMapThreads><<<1, kMapThreads, 0, stream>>>(m);
   }
+  const std::int64_t records = p.H * p.slots;
   if (records > 0) prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
   pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), pass_threads, pass_smem, stream>>>(p);
+  return Status::success();
+}
+
+#define LARC_STATES(T, KP) \
+  template Status enqueue_states<T, KP, Step::beta>(const Params<T>&, cudaStream_t, const std::string&); \
+  template Status enqueue_states<T, KP, Step::kaczmarz>(const Params<T>&, cudaStream_t, const std::string&);
+#define LARC_STATES_KP(T) LARC_STATES(T, 64) LARC_STATES(T, 128) LARC_STATES(T, 256)
+LARC_STATES_KP(__nv_bfloat16)
+LARC_STATES_KP(__half)
+LARC_STATES_KP(float)
+#undef LARC_STATES_KP
+#undef LARC_STATES
+
+}  // namespace delta_rule_chunked
+
+namespace {
+
+template <class T, int KP, Step STEP>
+Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
+  const auto output = chunk_output<T, KP>;
+  const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
+  if (const cudaError_t e = allow_smem(output, output_smem); e != cudaSuccess)
+    return cuda_failure(name, "shared-memory opt-in", e);  // nothing was launched
+  float* workspace = nullptr;
+  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(states_workspace_floats<T, KP>(p));
+  if (const Status st = allocate_workspace(name, bytes, stream, &workspace); !st) return st;
+  place_states_workspace<T, KP>(p, workspace);
+  if (const Status st = enqueue_states<T, KP, STEP>(p, stream, name); !st) {
+    (void)finish(name, workspace, stream);
+    return st;
+  }
+  const std::int64_t records = p.H * p.slots;
   if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
   return finish(name, workspace, stream);
 }

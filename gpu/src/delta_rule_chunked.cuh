@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "chunk_operands.cuh"
@@ -212,9 +213,10 @@ __device__ __forceinline__ float key_norm_squared(F k) {
 // The chunk of a head's record slot: batch entry b, first token t0, length n. False for a varlen slot
 // no sequence needs, or one of a sequence state_pass refuses (corrupt cu_seqlens whose overlapping
 // sequences need more than `slots` records: that sequence gets a NaN final state and no output).
+// Optionally the sequence's index (its states' first index) and whether the chunk is its last.
 template <class T>
 __device__ __forceinline__ bool chunk_of_slot(const Params<T>& p, std::int64_t slot, std::int64_t& b, std::int64_t& t0,
-                                              int& n) {
+                                              int& n, std::int64_t* sequence_out = nullptr, bool* last = nullptr) {
   std::int64_t sequence = slot / (p.chunks > 0 ? p.chunks : 1), c = slot - sequence * p.chunks;
   if (p.cu_seqlens != nullptr) {
     if (slot >= p.first_slot[p.sequences]) return false;
@@ -231,7 +233,29 @@ __device__ __forceinline__ bool chunk_of_slot(const Params<T>& p, std::int64_t s
   if (p.cu_seqlens != nullptr && p.first_slot[sequence] + chunks_in(eos - bos) > p.slots) return false;
   t0 = bos + c * kChunk;
   n = static_cast<int>(eos - t0 < kChunk ? eos - t0 : kChunk);
+  if (sequence_out != nullptr) *sequence_out = sequence;
+  if (last != nullptr) *last = t0 + n == eos;
   return true;
+}
+
+// Column `col` of T = (I + A)^{-1} for the strictly lower A [64][pitch] (fp32, 16-byte aligned rows) by
+// forward substitution: (I + A) x = e_col, rows in order. Row i's Σ_{j<i} A_ij x_j is summed in four
+// partial sums (j mod 4, each j ascending) combined pairwise, so the dependent chain is one FMA and two
+// adds per row instead of i FMAs (the reference's unit_lower_solve sums j in order). One thread a column.
+__device__ __forceinline__ void unit_lower_inverse_column(const float* a, int pitch, int col, float (&x)[kChunk]) {
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    float s[4] = {i == col ? 1.f : 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < i; j += 4) {  // A's row i four entries a load
+      const float4 r = *reinterpret_cast<const float4*>(a + i * pitch + j);
+      s[0] = fmaf(-r.x, x[j], s[0]);
+      if (j + 1 < i) s[1] = fmaf(-r.y, x[j + 1], s[1]);
+      if (j + 2 < i) s[2] = fmaf(-r.z, x[j + 2], s[2]);
+      if (j + 3 < i) s[3] = fmaf(-r.w, x[j + 3], s[3]);
+    }
+    x[i] = (s[0] + s[1]) + (s[2] + s[3]);
+  }
 }
 
 // ---- chunk_prepare ---------------------------------------------------------------------------------
@@ -338,27 +362,9 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   }
   __syncthreads();
 
-  // T = (I + A)^{-1} by forward substitution, one column per thread (column c of T solves
-  // (I + A) x = e_c, rows in order), then T Diag(β) in place of A. Row i's Σ_{j<i} A_ij x_j is summed
-  // in four partial sums (j mod 4, each j ascending) combined pairwise, so the dependent chain is one
-  // FMA and two adds per row instead of i FMAs (the reference's unit_lower_solve sums j in order).
+  // T = (I + A)^{-1} (unit_lower_inverse_column), then T Diag(β) in place of A.
   float x[kChunk];
-  if (threadIdx.x < kChunk) {
-    const int col = threadIdx.x;
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) {
-      float s[4] = {i == col ? 1.f : 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int j = 0; j < i; j += 4) {  // A's row i four entries a load (rows are 16-byte aligned)
-        const float4 a = *reinterpret_cast<const float4*>(t_s + i * cp + j);
-        s[0] = fmaf(-a.x, x[j], s[0]);
-        if (j + 1 < i) s[1] = fmaf(-a.y, x[j + 1], s[1]);
-        if (j + 2 < i) s[2] = fmaf(-a.z, x[j + 2], s[2]);
-        if (j + 3 < i) s[3] = fmaf(-a.w, x[j + 3], s[3]);
-      }
-      x[i] = (s[0] + s[1]) + (s[2] + s[3]);
-    }
-  }
+  if (threadIdx.x < kChunk) unit_lower_inverse_column(t_s, cp, threadIdx.x, x);
   __syncthreads();
   if (threadIdx.x < kChunk) {
     const int col = threadIdx.x;
@@ -622,5 +628,31 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_output(cons
     });
   });
 }
+
+// ---- Host side shared with the chunked backward (delta_rule_chunked_backward.cu) -------------------
+// The workspace of the records and states: varlen's first_slot [N+1] int64 (padded to 64 floats), then
+// H · slots records, then H · slots states.
+template <class T, int KP>
+std::int64_t states_header_floats(const Params<T>& p) {
+  return p.cu_seqlens != nullptr ? (2 * (p.sequences + 1) + kChunk - 1) / kChunk * kChunk : 0;
+}
+template <class T, int KP>
+std::int64_t states_workspace_floats(const Params<T>& p) {
+  const std::int64_t records = p.H * p.slots;
+  return states_header_floats<T, KP>(p) + records * (Record<T, KP>::words(p.V) + state_words<T, KP>(p.V));
+}
+// Points p's workspace, states and (varlen) first_slot into `workspace` (nullptr when it is empty).
+template <class T, int KP>
+void place_states_workspace(Params<T>& p, float* workspace) {
+  if (workspace == nullptr) return;
+  p.workspace = workspace + states_header_floats<T, KP>(p);
+  p.states = p.workspace + p.H * p.slots * Record<T, KP>::words(p.V);
+  if (p.cu_seqlens != nullptr) p.first_slot = reinterpret_cast<std::int64_t*>(workspace);
+}
+// Enqueues chunk_map (varlen), chunk_prepare and the state pass on p's placed workspace: every record,
+// every S_c and the final state (when p.final_state is set). Defined in delta_rule_chunked.cu for
+// T ∈ {bf16, fp16, fp32}, KP ∈ {64, 128, 256} and both steps.
+template <class T, int KP, Step STEP>
+Status enqueue_states(const Params<T>& p, cudaStream_t stream, const std::string& name);
 
 }  // namespace larc::gpu::detail::delta_rule_chunked

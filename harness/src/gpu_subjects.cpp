@@ -109,6 +109,7 @@ void register_gpu_subjects(std::vector<Subject>& out) {
     s.dtypes = k.dtypes;  // one vocabulary (larc/common/): the kernel's declaration is the subject's
     s.limits = k.limits;
     if (k.limits.chunk > 0) s.grades.chunk = k.limits.chunk;  // the io baseline's chunk is the kernel's
+    if (k.io_grade) s.grades.grade = Grade::io;
     s.launch = launcher_of(k, *mechanism);
     out.push_back(std::move(s));
   }

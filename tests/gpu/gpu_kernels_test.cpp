@@ -154,15 +154,15 @@ TEST_P(GpuKernelsWithInitialState, SplitSequenceWithCarriedStateEqualsOneLaunch)
 
 // The backward over [0, T) equals the backward over [s, T) from the forward kernel's state at s, whose
 // dh0 is fed as dht to the backward over [0, s): the reverse recurrence carries nothing but ∂L/∂S across
-// a cut, and its recomputed states are the forward kernel's bit for bit.
+// a cut, and its recomputed states are the forward kernel's bit for bit (the forward kernel: the name up
+// to "-backward"; a chunked backward's cut on a chunk boundary).
 TEST_P(GpuBackwardKernels, SplitSequenceWithCarriedStateGradientEqualsOneLaunch) {
-  std::string forward_name = g.kernel->name;
-  forward_name.erase(forward_name.find("-backward"), std::string("-backward").size());
+  const std::string forward_name = g.kernel->name.substr(0, g.kernel->name.find("-backward"));
   const larc::gpu::Kernel* forward_kernel = larc::gpu::find_kernel(forward_name, g.mechanism->parameters.at("forward").get<std::string>());
   ASSERT_NE(forward_kernel, nullptr) << g.kernel->name << ": no forward kernel " << forward_name;
   const GpuSubject forward = *gpu_subject(*forward_kernel);
   const Shape full = shape_for(*g.kernel, 2, 100, 2, 32);
-  const std::int64_t cut = 37;
+  const std::int64_t cut = g.kernel->limits.chunk > 0 ? g.kernel->limits.chunk : 37;
   const TensorMap inputs = inputs_for(*g.mechanism, full, dtype, 13);
   const TensorMap whole = run(g, full, dtype, inputs);
   auto [first_in, second_in] = split_at(*g.mechanism, inputs, cut, full.T);

@@ -20,6 +20,7 @@
 #   tools/h200/kernels_run.sh qk-l2norm  # FLA's kernels with in-kernel l2norm of raw q, k, judged per grade
 #   tools/h200/kernels_run.sh grad-io  # FLA's backward on gradient fixtures at the io grade (a CPU-only bundle serves)
 #   tools/h200/kernels_run.sh backward  # the backward kernels: GPU tests, the gradient gate, compute-sanitizer
+#     (BACKWARD_TESTS=GTEST_FILTER picks the GPU tests; with KERNELS=chunked-backward, the new kernels' alone)
 #   tools/h200/kernels_run.sh backward-bench  # the backward kernels' speed beside their forwards and FLA's backward
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
@@ -398,7 +399,7 @@ backward)
   # dht only and a random initial state, T = 1000 with one, grouped value heads (HV = 4H) and random
   # cases.
   subject_args=(); for s in $(gpu_subjects | grep -- '-backward'); do subject_args+=(--subject "$s"); done
-  (export GTEST_FILTER='*backward*:*Backward*'; run_tests) > "$out/tests.txt" 2>&1 &
+  (export GTEST_FILTER=${BACKWARD_TESTS:-'*backward*:*Backward*'}; run_tests) > "$out/tests.txt" 2>&1 &
   start_sanitizers 240 --knob initial_state=2
   gate_group T1-65 120 $(grid 1 63 64 65)
   GATE_KNOBS="--knob cotangents=1 --knob initial_state=2" gate_group do-only-h0-T1-65 100 $(grid 1 63 64 65)
@@ -419,7 +420,8 @@ backward)
 backward-bench)
   # The backward kernels' speed beside their forward kernels and FLA's delta-rule and GLA backward (whose
   # first calls autotune for minutes: a device call of its own).
-  LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench --benchmark_filter='^(la|deltanet|gdn|kla|gla)-fused-recurrent(-backward)?/prefill' \
+  LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench \
+    --benchmark_filter="${BENCH_FILTER:-^((la|deltanet|gdn|kla|gla)-fused-recurrent|(gdn|kla)-chunked)(-backward(-io)?)?/prefill}" \
     --benchmark_repetitions=3 --benchmark_min_time=0.1 --benchmark_report_aggregates_only=true --benchmark_format=json \
     --benchmark_out="$out/bench_kernels.json" > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"

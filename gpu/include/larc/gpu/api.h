@@ -89,6 +89,9 @@ struct Kernel {
   std::string description;
   std::vector<Dtype> dtypes;  // input/output dtypes it takes (states stay fp32)
   ShapeLimits limits;
+  // Declares the io grade for every output (docs/gate.md "Precision grades"): its intermediates are the
+  // input dtype's; false: the fp32 grade.
+  bool io_grade = false;
   // Validates, then enqueues on args.stream; returns without synchronising. A failed validation
   // launches nothing.
   std::function<Status(const LaunchArgs&)> launch;

@@ -1,0 +1,194 @@
+// Launchers and registry entries of the chunked (UT/WY) GDN / KLA backward (the kernels:
+// delta_rule_chunked_backward.cuh; docs/gpu-kernels/delta-rule.md "Chunked backward"). Inputs and outputs
+// are gdn/kla-fused-recurrent-backward's (delta_rule_backward.cu): q, k, v, g, beta (KLA: eta), do
+// [B,T,H,·] in one dtype, optional fp32 initial_state and dht [B,H,K,V]; dq, dk, dv, dg, dbeta (deta) in
+// the inputs' dtype and the optional fp32 dh0. K ≤ 256, any V ≥ 1, any T ≥ 0; value heads not grouped.
+// Two grades: the fp32 grade (intermediate operands as three bf16 terms) and the io grade
+// (intermediates rounded to the input dtype, declared so that the gate judges it at io).
+//
+// Workspace (stream-ordered, chunk_launch.cuh): the forward's records and states (delta_rule_chunked.cu),
+// the final state, and per (head, chunk) the backward's operands, ∂L/∂S_{c+1} and dV_new (fp32), the value
+// sums and Rᵀ: at K = V = 128 about 0.69 MB a chunk with the fp32 grade (5.7 GB at B = 1, H = 16,
+// T = 32,768), 0.57 MB with the io grade on bf16.
+#include <algorithm>
+#include <string>
+
+#include "chunk_launch.cuh"
+#include "delta_rule_chunked_backward.cuh"
+#include "families.h"
+#include "larc/common/mechanism_constants.h"
+
+namespace larc::gpu::detail {
+
+namespace {
+
+using namespace delta_rule_chunked_backward;
+using namespace chunk_launch;
+
+constexpr float kKlaEps = float(mechanism_constants::kla_eps);
+constexpr std::int64_t kMaxK = 256;
+
+enum class Grade { fp32, io };
+
+// Rounded up to whole 16-byte groups, so that every part of the workspace is aligned for float4 copies.
+constexpr std::int64_t aligned(std::int64_t floats) { return (floats + 3) / 4 * 4; }
+
+template <class T, int TERMS, int KP, Step STEP>
+Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
+  fwd::Params<T>& f = p.f;
+  const std::int64_t records = f.H * f.slots, V = f.V;
+  const std::int64_t states = aligned(fwd::states_workspace_floats<T, KP>(f));
+  const std::int64_t final_floats = aligned(f.sequences * f.H * f.K * V);
+  const std::int64_t parts[] = {
+      records * Operands<T, TERMS, KP>::kWords,    // operands
+      aligned(records * KP * V),                   // d_states
+      aligned(records * kChunk * V),               // d_vnew
+      records * Sums<KP>::kWords,                  // sums
+      records * kChunk * kChunk,                   // solve_t
+      aligned(records * f.out_tiles * kChunk)};    // dg_terms
+  std::int64_t floats = states + final_floats;
+  for (const std::int64_t part : parts) floats += part;
+
+  const auto prepare = backward_prepare<T, TERMS, KP>;
+  const auto pass = reverse_state_pass<T, TERMS, KP>;
+  const auto reductions = value_reductions<T, TERMS, KP>;
+  const auto gradients = chunk_gradients<T, TERMS, KP, STEP>;
+  const auto values = value_gradients<T, TERMS, KP>;
+  const auto decays = decay_gradients<T, KP>;
+  const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
+  const std::size_t pass_smem = sizeof(float) * PassLayout<T, TERMS, KP>::kWords;
+  const std::size_t reductions_smem = sizeof(float) * SumLayout<T, TERMS>::kWords;
+  const std::size_t gradients_smem = sizeof(float) * GradientLayout<T, TERMS>::kWords;
+  const std::size_t values_smem = sizeof(float) * ValueLayout<T, TERMS, KP>::kWords;
+  cudaError_t e = allow_smem(prepare, prepare_smem);
+  if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
+  if (e == cudaSuccess) e = allow_smem(reductions, reductions_smem);
+  if (e == cudaSuccess) e = allow_smem(gradients, gradients_smem);
+  if (e == cudaSuccess) e = allow_smem(values, values_smem);
+  if (e != cudaSuccess) return cuda_failure(name, "shared-memory opt-in", e);  // nothing was launched
+
+  float* workspace = nullptr;
+  if (const Status st = allocate_workspace(name, sizeof(float) * static_cast<std::size_t>(floats), stream, &workspace); !st)
+    return st;
+  if (workspace != nullptr) {
+    fwd::place_states_workspace<T, KP>(f, workspace);
+    float* next = workspace + states;
+    f.final_state = {next, f.H * f.K * V, f.K * V, V, 1};
+    next += final_floats;
+    float** const targets[] = {&p.operands, &p.d_states, &p.d_vnew, &p.sums, &p.solve_t, &p.dg_terms};
+    for (int i = 0; i < 6; ++i) {
+      *targets[i] = next;
+      next += parts[i];
+    }
+  }
+  if (const Status st = fwd::enqueue_states<T, KP, STEP>(f, stream, name); !st) {
+    (void)finish(name, workspace, stream);
+    return st;
+  }
+  const auto grid = [](std::int64_t blocks) { return static_cast<unsigned>(blocks); };
+  if (records > 0) prepare<<<grid(records), kThreads, prepare_smem, stream>>>(p);
+  pass<<<grid(f.sequences * f.H * f.v_tiles), kThreads, pass_smem, stream>>>(p);
+  if (records > 0) {
+    reductions<<<grid(records * p.key_tiles), kThreads, reductions_smem, stream>>>(p);
+    gradients<<<grid(records), kThreads, gradients_smem, stream>>>(p);
+    values<<<grid(records * f.out_tiles), kThreads, values_smem, stream>>>(p);
+    decays<<<grid(records), kThreads, 0, stream>>>(p);
+  }
+  return finish(name, workspace, stream);
+}
+
+template <Step STEP, Grade GRADE>
+Status launch(const LaunchArgs& args, const std::string& name) {
+  Validator v(name, args);
+  const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
+  const TensorView* q = v.input("q", "BTHK", dt);
+  const TensorView* k = v.input("k", "BTHK", dt);
+  const TensorView* val = v.input("v", "BTHV", dt);
+  const TensorView* gate = v.input("g", "BTH", dt);
+  const char* step_name = STEP == Step::beta ? "beta" : "eta";
+  const TensorView* step = v.input(step_name, "BTH", dt);
+  const TensorView* d_o = v.input("do", "BTHV", dt);
+  const TensorView* h0 = v.input("initial_state", "BHKV", Dtype::fp32, true);
+  const TensorView* dht = v.input("dht", "BHKV", Dtype::fp32, true);
+  const TensorView* dq = v.output("dq", "BTHK", dt);
+  const TensorView* dk = v.output("dk", "BTHK", dt);
+  const TensorView* dv = v.output("dv", "BTHV", dt);
+  const TensorView* dg = v.output("dg", "BTH", dt);
+  const TensorView* dstep = v.output(std::string("d") + step_name, "BTH", dt);
+  const TensorView* dh0 = v.output("dh0", "BHKV", Dtype::fp32, true);
+  v.require_size('K', 1, kMaxK);
+  v.require_size('V', 1, 0);
+  const std::int64_t B = v.size('B'), H = v.size('H'), tokens = v.size('T');
+  const std::int64_t chunks = fwd::chunks_in(tokens), slots = B * chunks;
+  const std::int64_t v_tiles = (v.size('V') + fwd::kTileV - 1) / fwd::kTileV;
+  const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
+  v.require_grid(std::max({H * slots * out_tiles, H * slots * (kMaxK / kKeyTile), B * H * v_tiles}));
+  const float scale = v.read_scale(v.size('K'));
+  if (!v.ok()) return v.status();
+  if (B * H == 0) return Status::success();  // no sequence or no head: nothing to compute
+
+  return dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    Params<T> p;
+    fwd::Params<T>& f = p.f;
+    f.q = strided<const T>(q);
+    f.k = strided<const T>(k);
+    f.v = strided<const T>(val);
+    f.gate = strided<const T>(gate);
+    f.step = strided<const T>(step);
+    f.initial_state = strided<const float>(h0);
+    f.tokens = tokens;
+    f.chunks = chunks;
+    f.sequences = B;
+    f.slots = slots;
+    f.H = static_cast<int>(H);
+    f.K = static_cast<int>(v.size('K'));
+    f.V = static_cast<int>(v.size('V'));
+    f.v_tiles = static_cast<int>(v_tiles);
+    f.out_tiles = static_cast<int>(out_tiles);
+    f.scale = scale;
+    f.eps = kKlaEps;
+    p.d_o = strided<const T>(d_o);
+    p.d_final = strided<const float>(dht);
+    p.dq = strided<T>(dq);
+    p.dk = strided<T>(dk);
+    p.dv = strided<T>(dv);
+    p.dg = strided<T>(dg);
+    p.dstep = strided<T>(dstep);
+    p.d_initial = strided<float>(dh0);
+    const cudaStream_t stream = stream_of(args);
+    constexpr int kIo = kInputTerms<T>;
+    constexpr int TERMS = GRADE == Grade::fp32 ? kStateTerms : kIo;
+    if (f.K <= 64) return (p.key_tiles = 1, enqueue<T, TERMS, 64, STEP>(p, stream, name));
+    if (f.K <= 128) return (p.key_tiles = 2, enqueue<T, TERMS, 128, STEP>(p, stream, name));
+    return (p.key_tiles = 4, enqueue<T, TERMS, 256, STEP>(p, stream, name));
+  });
+}
+
+template <Step STEP, Grade GRADE>
+Kernel kernel_entry(std::string name, std::string mechanism, std::string description) {
+  auto run = [name](const LaunchArgs& args) { return launch<STEP, GRADE>(args, name); };
+  Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), false, kMaxK, std::move(run));
+  k.limits.chunk = kChunk;
+  k.io_grade = GRADE == Grade::io;
+  return k;
+}
+
+}  // namespace
+
+void append_delta_rule_chunked_backward_kernels(std::vector<Kernel>& out) {
+  out.push_back(kernel_entry<Step::beta, Grade::fp32>(
+      "gdn-chunked-backward", "gdn-backward",
+      "Gated DeltaNet's gradients, chunked (C = 64, UT/WY adjoint): per-chunk work in parallel around one reverse "
+      "pass of ∂L/∂S; intermediates as fp32 (three bf16 terms on tensor cores)"));
+  out.push_back(kernel_entry<Step::kaczmarz, Grade::fp32>(
+      "kla-chunked-backward", "kla-backward", "KLA's gradients, chunked as gdn-chunked-backward; dη and dk's path through β"));
+  out.push_back(kernel_entry<Step::beta, Grade::io>(
+      "gdn-chunked-backward-io", "gdn-backward",
+      "gdn-chunked-backward with intermediates rounded to the input dtype (one MMA per product on bf16), declared io"));
+  out.push_back(kernel_entry<Step::kaczmarz, Grade::io>(
+      "kla-chunked-backward-io", "kla-backward",
+      "kla-chunked-backward with intermediates rounded to the input dtype, declared io"));
+}
+
+}  // namespace larc::gpu::detail

@@ -1,0 +1,789 @@
+// The chunked (UT/WY) backward of GDN and KLA (docs/gpu-kernels/delta-rule.md "Chunked backward"): the
+// adjoint of delta_rule_chunked.cuh's forward, chunk by chunk, in the kernel's own parametrisation.
+//
+// Per chunk (local i < n ≤ 64), with the forward's R = T Diag(β), T = (I + A)⁻¹,
+// A = StrictLower(Diag(β) X ⊙ Γ), X = K Kᵀ, Z = V − Diag(γ) K S_c, V_new = R Z, K̃ = Diag(e) K
+// (e_i = Γ_{n−1,i}), P = (Q Kᵀ) ⊙ Γ ⊙ L, O = scale [Diag(γ) Q S_c + P V_new] and
+// S_{c+1} = γ_{n−1} S_c + K̃ᵀ V_new; given dO' = scale dO and D = ∂L/∂S_{c+1} (dht after the last chunk):
+//   dV_new = K̃ D + Pᵀ dO'                                  ∂L/∂S_c = γ_{n−1} D + (Diag(γ) Q)ᵀ dO' − W_kᵀ dV_new
+//   dP = (dO' V_newᵀ) ⊙ Γ ⊙ L                               (W_k = R Diag(γ) K, the forward's W)
+//   dR = dV_new Zᵀ = Y − G Kᵀ Diag(γ),  Y = dV_new Vᵀ, G = dV_new S_cᵀ
+//   dT = dR Diag(β),  dA = −Tᵀ dT Tᵀ (strict lower),  dX = Diag(β) (dA ⊙ Γ)
+//   dβ_j = Σ_i dR_ij T_ij + Σ_k dA_jk X_jk Γ_jk,  dV = Rᵀ dV_new
+//   dQ = Diag(γ) dO' S_cᵀ + dP K
+//   dK = Diag(e) V_new Dᵀ + dPᵀ Q + (dX + dXᵀ) K − Diag(γ β) Tᵀ G
+// Over the reals this is the reference's chunked_backward (reference/delta_rule_chunked_backward.h, which
+// forms W with a second solve): the same function differentiated through R instead of (T_u, T_w). KLA's
+// β = η / (‖k‖² + ε) adds dη = dβ / (‖k‖² + ε) and dk −= 2β dβ / (‖k‖² + ε) · k. The decay's gradient is
+// the chunk-local identity (reference/chunk_local_decay_gradient.h): dg_t = Σ_{s=t}^{n−1}(o_s·do_s −
+// v_s·dv_s) + ⟨S_{c+1}, D⟩, with o recomputed exactly as the forward's chunk_output forms it.
+//
+// Seven kernels after the forward's chunk_prepare and state pass (which leave every record, S_c and the
+// final state in the workspace): backward_prepare (per chunk, in parallel) lays out K̃, W_kᵀ, Pᵀ and
+// (Diag(γ) Q)ᵀ as operands; reverse_state_pass (per sequence, head and 16 value columns, chunks from the
+// last: the only sequential part) carries D, writes D_{c+1} and dV_new of every chunk and dh0;
+// value_reductions (per chunk and 64 keys) sums the products over the value columns (dO' S_cᵀ, V_new Dᵀ,
+// G, dO' V_newᵀ, Y); chunk_gradients (per chunk) solves T again and forms dq, dk and dβ (dη);
+// value_gradients (per chunk and 64 value columns) forms dv and the decay identity's terms; and
+// decay_gradients (per chunk) sums them into dg. No atomics: every run gives the same bits.
+//
+// Arithmetic: products on tensor cores (bf16/fp16) or by FMA in fp64 (fp32), as the forward's. TERMS
+// bf16 terms per intermediate operand: kStateTerms (24 bits) for the fp32 grade, the input's terms for
+// the io grade (intermediates rounded to the input dtype, or finer). S_c, V_new and P are read as the
+// forward wrote them for chunk_output (kOutputTerms planes) everywhere but on dh0's path, whose P is
+// formed again at TERMS.
+#pragma once
+
+#include <cstdint>
+
+#include "delta_rule_chunked.cuh"
+
+namespace larc::gpu::detail::delta_rule_chunked_backward {
+
+using namespace chunk_operands;
+namespace fwd = delta_rule_chunked;
+using fwd::kChunk;
+using fwd::Record;
+using fwd::rows_of;
+using fwd::Step;
+using fwd::TokenRows;
+using register_state_pass::kOutputTerms;
+using register_state_pass::kStateTerms;
+
+constexpr int kThreads = kBlockThreads;
+constexpr int kWarps = kThreads / 32;
+constexpr int kPassTileV = fwd::kTileV;  // value columns per reverse_state_pass block (fwd::pass_block's)
+constexpr int kSumTileV = 32;            // value columns per step of value_reductions
+constexpr int kKeyTile = 64;             // keys per value_reductions block and per step of chunk_gradients
+constexpr int kOutTileV = 64;            // value columns per value_gradients block (chunk_output's tile)
+constexpr int kPitch = kChunk + 4;       // fp32 [64][kPitch] matrices: 16-byte aligned rows (the solve's loads)
+
+template <class T>
+struct Params {
+  fwd::Params<T> f;  // the forward's inputs, records and states; f.final_state points into the workspace
+  Strided<const T> d_o;
+  Strided<const float> d_final;  // optional dht [B, H, K, V]
+  Strided<T> dq, dk, dv, dg, dstep;
+  Strided<float> d_initial;  // optional dh0
+  int key_tiles = 0;         // KP / kKeyTile
+  // Workspace, per (head, slot): operands (Operands), D_{c+1} fp32 [KP][V], dV_new fp32 [64][V], the value
+  // sums (Sums), Rᵀ fp32 [64][64], the decay terms [out tiles][64]; and the final state [B|N][H][K][V].
+  float* operands = nullptr;
+  float* d_states = nullptr;
+  float* d_vnew = nullptr;
+  float* sums = nullptr;
+  float* solve_t = nullptr;
+  float* dg_terms = nullptr;
+};
+
+// backward_prepare's operands of one chunk, TERMS planes: K̃ [64 rows][KP], Pᵀ [64][64], W_kᵀ and
+// (Diag(γ) Q)ᵀ [KP rows][64].
+template <class T, int TERMS, int KP>
+struct Operands {
+  static constexpr int kKt = operand_words<T, TERMS>(kChunk, KP);
+  static constexpr int kPt = operand_words<T, TERMS>(kChunk, kChunk);
+  static constexpr int kWt = operand_words<T, TERMS>(KP, kChunk);
+  static constexpr int kWords = kKt + kPt + 2 * kWt;
+  float* base;
+  __device__ Operand<T, TERMS, KP> key_rows() const { return operand_at<T, TERMS, KP>(base, kChunk); }
+  __device__ Operand<T, TERMS, kChunk> p_t() const { return operand_at<T, TERMS, kChunk>(base + kKt, kChunk); }
+  __device__ Operand<T, TERMS, kChunk> w_t() const { return operand_at<T, TERMS, kChunk>(base + kKt + kPt, KP); }
+  __device__ Operand<T, TERMS, kChunk> q_t() const { return operand_at<T, TERMS, kChunk>(base + kKt + kPt + kWt, KP); }
+};
+
+// value_reductions' sums of one chunk, fp32: scale·dO S_cᵀ, V_new Dᵀ and G [64][KP]; scale·dO V_newᵀ and
+// Y [64][64].
+template <int KP>
+struct Sums {
+  static constexpr int kWords = 3 * kChunk * KP + 2 * kChunk * kChunk;
+  float* base;
+  __device__ float* dq_state() const { return base; }
+  __device__ float* dk_update() const { return base + kChunk * KP; }
+  __device__ float* g() const { return base + 2 * kChunk * KP; }
+  __device__ float* dp() const { return base + 3 * kChunk * KP; }
+  __device__ float* y() const { return base + 3 * kChunk * KP + kChunk * kChunk; }
+};
+
+template <class T>
+__device__ __forceinline__ std::int64_t record_index(const Params<T>& p, int h, std::int64_t slot) {
+  return h * p.f.slots + slot;
+}
+template <class T, int TERMS, int KP>
+__device__ __forceinline__ Operands<T, TERMS, KP> operands_of(const Params<T>& p, int h, std::int64_t slot) {
+  return {p.operands + record_index(p, h, slot) * Operands<T, TERMS, KP>::kWords};
+}
+template <class T, int KP>
+__device__ __forceinline__ Sums<KP> sums_of(const Params<T>& p, int h, std::int64_t slot) {
+  return {p.sums + record_index(p, h, slot) * Sums<KP>::kWords};
+}
+template <class T, int KP>
+__device__ __forceinline__ float* d_state_of(const Params<T>& p, int h, std::int64_t slot) {
+  return p.d_states + record_index(p, h, slot) * KP * p.f.V;
+}
+template <class T>
+__device__ __forceinline__ float* d_vnew_of(const Params<T>& p, int h, std::int64_t slot) {
+  return p.d_vnew + record_index(p, h, slot) * kChunk * p.f.V;
+}
+// S_c of (head, slot) as the forward wrote it: [V rows][KP], kOutputTerms planes.
+template <class T, int KP>
+__device__ __forceinline__ Operand<T, kOutputTerms, KP> state_operand(const Params<T>& p, int h, std::int64_t slot) {
+  return operand_at<T, kOutputTerms, KP>(fwd::state_of<T, KP>(p.f, h, slot), p.f.V);
+}
+
+// x as N bf16 terms read back (what element() gives for a value store_pair wrote with N terms).
+template <class T, int N>
+__device__ __forceinline__ float rounded_to_terms(float x) {
+  if constexpr (!kMma<T>) {
+    return x;
+  } else {
+    std::uint32_t terms[N];
+    split_pair(x, 0.f, terms);
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < N; ++i) sum += __uint_as_float(terms[i] << 16);
+    return sum;
+  }
+}
+
+// The block's persistent 16 × 16 strips of a 64 × 64 product: strip u (0, 1) of this warp at (m0, n0).
+__device__ __forceinline__ void square_strip(int u, int& m0, int& n0) {
+  const int s = threadIdx.x / 32 + kWarps * u;
+  m0 = s % 4 * 16;
+  n0 = s / 4 * 16;
+}
+
+// ---- backward_prepare --------------------------------------------------------------------------------
+// Shared memory (words): the ChunkDecays, g [64], Γ and P fp32 [64][kPitch], Q and K [64 rows][KP]
+// (input terms).
+template <class T, int KP>
+struct PrepareLayout {
+  static constexpr int kIn = operand_words<T, kInputTerms<T>>(kChunk, KP);
+  static constexpr int kWords = ChunkDecays::kWords + kChunk + 2 * kChunk * kPitch + 2 * kIn;
+};
+
+template <class T, int TERMS, int KP>
+__global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) {
+  using L = PrepareLayout<T, KP>;
+  using R = Record<T, KP>;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  const ChunkDecays decays(words);
+  float* const gate_s = words + ChunkDecays::kWords;
+  float* const ratio_s = gate_s + kChunk;
+  float* const p_s = ratio_s + kChunk * kPitch;
+  const auto q_op = operand_at<T, kInputTerms<T>, KP>(p_s + kChunk * kPitch, kChunk);
+  const auto k_op = operand_at<T, kInputTerms<T>, KP>(p_s + kChunk * kPitch + L::kIn, kChunk);
+
+  const std::int64_t slot = blockIdx.x % p.f.slots;
+  const int h = static_cast<int>(blockIdx.x / p.f.slots);
+  std::int64_t b, t0;
+  int n;
+  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
+  const int K = p.f.K, V = p.f.V;
+  const TokenRows<const T> q = rows_of(p.f.q, b, h / p.f.group), k = rows_of(p.f.k, b, h / p.f.group);
+  const TokenRows<const T> gate = rows_of(p.f.gate, b, h);
+  float* const record = fwd::record_of<T, KP>(p.f, h, slot);
+  const float* const gamma = R::gamma(record, V);
+
+  fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
+  fill(k_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(k(t0 + i, d)) : 0.f; });
+  if (const int i = threadIdx.x; i < kChunk) gate_s[i] = i < n ? to_float(gate(t0 + i)) : 0.f;
+  __syncthreads();
+  if (threadIdx.x == 0) decays.form([&](int i) { return gate_s[i]; }, n);
+  __syncthreads();
+  for (int e = threadIdx.x; e < kChunk * kChunk; e += kThreads) ratio_s[e / kChunk * kPitch + e % kChunk] = decays.ratio(e / kChunk, e % kChunk, n);
+  __syncthreads();
+  for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
+    float acc[2][4];
+    zero(acc);
+    warp_product<T, KP>(acc, q_op, k_op, m0, n0);
+    for_each_element(acc, m0, n0, [&](int i, int j, float x) { p_s[i * kPitch + j] = x * ratio_s[i * kPitch + j]; });
+  });
+  __syncthreads();
+
+  const Operands<T, TERMS, KP> out = operands_of<T, TERMS, KP>(p, h, slot);
+  const auto kt_in = operand_at<T, kStateTerms, kChunk>(R::kt(record), KP);  // K̃ᵀ [KP rows][64]
+  const auto w_in = operand_at<T, kStateTerms, KP>(R::w(record), kChunk);    // W_k [64 rows][KP]
+  fill(out.key_rows(), kChunk, [&](int i, int d) { return element(kt_in, d, i); });
+  fill(out.w_t(), KP, [&](int d, int i) { return element(w_in, i, d); });
+  fill(out.p_t(), kChunk, [&](int j, int i) { return p_s[i * kPitch + j]; });
+  fill(out.q_t(), KP, [&](int d, int i) { return gamma[i] * element(q_op, i, d); });
+}
+
+// ---- reverse_state_pass ------------------------------------------------------------------------------
+// Shared memory (words): one A-operand buffer (K̃ and Pᵀ, then (Diag(γ) Q)ᵀ, then W_kᵀ), D as a B operand
+// [16 rows][KP], dOᵀ [16 rows][64] (input terms) and dV_newᵀ [16 rows][64], D fp32 [KP][20] and dV_new
+// fp32 [64][20].
+template <class T, int TERMS, int KP>
+struct PassLayout {
+  using O = Operands<T, TERMS, KP>;
+  static constexpr int kA = O::kKt + O::kPt > O::kWt ? O::kKt + O::kPt : O::kWt;
+  static constexpr int kD = operand_words<T, TERMS>(kPassTileV, KP);
+  static constexpr int kDo = operand_words<T, kInputTerms<T>>(kPassTileV, kChunk);
+  static constexpr int kDvn = operand_words<T, TERMS>(kPassTileV, kChunk);
+  static constexpr int kPitchV = kPassTileV + 4;
+  static constexpr int kWords = kA + kD + kDo + kDvn + (KP + kChunk) * kPitchV;
+};
+
+template <class T, int TERMS, int KP>
+__global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T> p) {
+  using L = PassLayout<T, TERMS, KP>;
+  using O = Operands<T, TERMS, KP>;
+  using R = Record<T, KP>;
+  constexpr int sp = L::kPitchV;
+  constexpr int kStrips = KP / 16, kPerWarp = (kStrips + kWarps - 1) / kWarps;
+  extern __shared__ float4 smem_vec[];
+  float* const a_words = reinterpret_cast<float*>(smem_vec);
+  const auto key_rows_op = operand_at<T, TERMS, KP>(a_words, kChunk);
+  const auto p_t_op = operand_at<T, TERMS, kChunk>(a_words + O::kKt, kChunk);
+  const auto t_op = operand_at<T, TERMS, kChunk>(a_words, KP);  // (Diag(γ) Q)ᵀ, then W_kᵀ
+  const auto d_op = operand_at<T, TERMS, KP>(a_words + L::kA, kPassTileV);
+  const auto do_op = operand_at<T, kInputTerms<T>, kChunk>(a_words + L::kA + L::kD, kPassTileV);
+  const auto dvn_op = operand_at<T, TERMS, kChunk>(a_words + L::kA + L::kD + L::kDo, kPassTileV);
+  float* const d_s = a_words + L::kA + L::kD + L::kDo + L::kDvn;  // D [KP][sp]
+  float* const dvn_s = d_s + KP * sp;                             // dV_new [64][sp]
+
+  fwd::PassBlock pb;
+  if (!fwd::pass_block<kThreads, KP>(p.f, pb)) return;
+  const int h = pb.h, K = p.f.K, V = p.f.V, col0 = pb.col0;
+  const std::int64_t b = p.f.cu_seqlens != nullptr ? 0 : pb.sequence;
+  const TokenRows<const T> d_o = rows_of(p.d_o, b, h);
+  const float scale = p.f.scale;
+  for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
+    const int r = e / kPassTileV, col = col0 + e % kPassTileV;
+    d_s[r * sp + e % kPassTileV] =
+        p.d_final.data != nullptr && r < K && col < V ? *p.d_final.at(pb.sequence, h, r, col) : 0.f;
+  }
+  __syncthreads();
+
+  for (std::int64_t c = pb.chunks - 1; c >= 0; --c) {
+    const std::int64_t slot = pb.first_slot + c, t0 = pb.bos + c * kChunk;
+    const int n = pb.length(c);
+    const O ops = operands_of<T, TERMS, KP>(p, h, slot);
+    const float decay_last = R::gamma(fwd::record_of<T, KP>(p.f, h, slot), V)[n - 1];
+    // D_{c+1}: to the workspace (value_reductions, decay_gradients) and as a B operand.
+    float* const d_state = d_state_of<T, KP>(p, h, slot);
+    for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
+      const int r = e / kPassTileV, col = col0 + e % kPassTileV;
+      if (col < V) d_state[std::int64_t{r} * V + col] = d_s[r * sp + e % kPassTileV];
+    }
+    fill(d_op, kPassTileV, [&](int col, int r) { return d_s[r * sp + col]; });
+    fill(do_op, kPassTileV, [&](int col, int i) { return i < n && col0 + col < V ? to_float(d_o(t0 + i, col0 + col)) : 0.f; });
+    copy_rows(key_rows_op, ops.key_rows(), 0, kChunk);
+    copy_rows(p_t_op, ops.p_t(), 0, kChunk);
+    __syncthreads();
+    // dV_new = K̃ D + scale Pᵀ dO (rows past n are zero: K̃'s and Pᵀ's are).
+    for_each_strip<kChunk, kPassTileV, 2>([&](int m0, int n0) {
+      float acc[2][4], acc_do[2][4];
+      zero(acc);
+      zero(acc_do);
+      warp_product<T, KP>(acc, key_rows_op, d_op, m0, n0);
+      warp_product<T, kChunk>(acc_do, p_t_op, do_op, m0, n0);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[j][r] = fmaf(scale, acc_do[j][r], acc[j][r]);
+      for_each_element(acc, m0, n0, [&](int i, int col, float y) { dvn_s[i * sp + col] = y; });
+    });
+    __syncthreads();
+    float* const d_vnew = d_vnew_of(p, h, slot);
+    for (int e = threadIdx.x; e < kChunk * kPassTileV; e += kThreads) {
+      const int i = e / kPassTileV, col = col0 + e % kPassTileV;
+      if (col < V) d_vnew[std::int64_t{i} * V + col] = dvn_s[i * sp + e % kPassTileV];
+    }
+    fill(dvn_op, kPassTileV, [&](int col, int i) { return dvn_s[i * sp + col]; });
+    copy_rows(t_op, ops.q_t(), 0, KP);
+    __syncthreads();
+    // ∂L/∂S_c = γ_{n−1} D + scale (Diag(γ) Q)ᵀ dO − W_kᵀ dV_new.
+    float acc_q[kPerWarp][2][4];
+#pragma unroll
+    for (int u = 0; u < kPerWarp; ++u) {
+      zero(acc_q[u]);
+      if (const int s = threadIdx.x / 32 + kWarps * u; s < kStrips) warp_product<T, kChunk>(acc_q[u], t_op, do_op, s * 16, 0);
+    }
+    __syncthreads();
+    copy_rows(t_op, ops.w_t(), 0, KP);
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kPerWarp; ++u) {
+      const int s = threadIdx.x / 32 + kWarps * u;
+      if (s >= kStrips) continue;
+      float acc_w[2][4];
+      zero(acc_w);
+      warp_product<T, kChunk>(acc_w, t_op, dvn_op, s * 16, 0);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc_q[u][j][r] = fmaf(scale, acc_q[u][j][r], -acc_w[j][r]);
+      for_each_element(acc_q[u], s * 16, 0, [&](int r, int col, float y) { d_s[r * sp + col] = fmaf(decay_last, d_s[r * sp + col], y); });
+    }
+    __syncthreads();
+  }
+  if (p.d_initial.data != nullptr)
+    for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
+      const int r = e / kPassTileV, col = col0 + e % kPassTileV;
+      if (r < K && col < V) *p.d_initial.at(pb.sequence, h, r, col) = d_s[r * sp + e % kPassTileV];
+    }
+}
+
+// ---- value_reductions --------------------------------------------------------------------------------
+// Shared memory (words): [64 rows][kSumTileV] operands: dO (input terms), dV_new, V_new, S_c's and D's
+// key rows of this block (TERMS) and V (input terms).
+template <class T, int TERMS>
+struct SumLayout {
+  static constexpr int kIn = operand_words<T, kInputTerms<T>>(kChunk, kSumTileV);
+  static constexpr int kMid = operand_words<T, TERMS>(kChunk, kSumTileV);
+  static constexpr int kWords = 2 * kIn + 4 * kMid;
+};
+
+template <class T, int TERMS, int KP>
+__global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) {
+  using L = SumLayout<T, TERMS>;
+  using R = Record<T, KP>;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  const auto do_op = operand_at<T, kInputTerms<T>, kSumTileV>(words, kChunk);
+  const auto v_op = operand_at<T, kInputTerms<T>, kSumTileV>(words + L::kIn, kChunk);
+  const auto dvn_op = operand_at<T, TERMS, kSumTileV>(words + 2 * L::kIn, kChunk);
+  const auto vn_op = operand_at<T, TERMS, kSumTileV>(words + 2 * L::kIn + L::kMid, kChunk);
+  const auto s_op = operand_at<T, TERMS, kSumTileV>(words + 2 * L::kIn + 2 * L::kMid, kChunk);
+  const auto d_op = operand_at<T, TERMS, kSumTileV>(words + 2 * L::kIn + 3 * L::kMid, kChunk);
+
+  const int kt = static_cast<int>(blockIdx.x % p.key_tiles);
+  const std::int64_t slot = blockIdx.x / p.key_tiles % p.f.slots;
+  const int h = static_cast<int>(blockIdx.x / p.key_tiles / p.f.slots);
+  std::int64_t b, t0;
+  int n;
+  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
+  const int K = p.f.K, V = p.f.V, key0 = kt * kKeyTile;
+  const bool first_tile = kt == 0;  // the 64 × 64 sums belong to the first key tile's block
+  const TokenRows<const T> d_o = rows_of(p.d_o, b, h), v = rows_of(p.f.v, b, h);
+  const auto vn_in = operand_at<T, kOutputTerms, kChunk>(R::vn(fwd::record_of<T, KP>(p.f, h, slot), V), V);
+  const auto s_in = state_operand<T, KP>(p, h, slot);
+  const float* const d_state = d_state_of<T, KP>(p, h, slot);
+  const float* const d_vnew = d_vnew_of(p, h, slot);
+
+  float dq_state[2][2][4], g[2][2][4], dk_update[2][2][4], dp[2][2][4], y[2][2][4];
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    zero(dq_state[u]);
+    zero(g[u]);
+    zero(dk_update[u]);
+    zero(dp[u]);
+    zero(y[u]);
+  }
+  for (int v0 = 0; v0 < V; v0 += kSumTileV) {
+    fill(do_op, kChunk, [&](int i, int c) { return i < n && v0 + c < V ? to_float(d_o(t0 + i, v0 + c)) : 0.f; });
+    fill(dvn_op, kChunk, [&](int i, int c) { return v0 + c < V ? d_vnew[std::int64_t{i} * V + v0 + c] : 0.f; });
+    fill(vn_op, kChunk, [&](int i, int c) { return v0 + c < V ? element(vn_in, v0 + c, i) : 0.f; });
+    fill(s_op, kChunk, [&](int r, int c) { return key0 + r < K && v0 + c < V ? element(s_in, v0 + c, key0 + r) : 0.f; });
+    fill(d_op, kChunk, [&](int r, int c) {
+      return key0 + r < K && v0 + c < V ? d_state[std::int64_t{key0 + r} * V + v0 + c] : 0.f;
+    });
+    if (first_tile) fill(v_op, kChunk, [&](int i, int c) { return i < n && v0 + c < V ? to_float(v(t0 + i, v0 + c)) : 0.f; });
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      int m0, n0;
+      square_strip(u, m0, n0);
+      warp_product<T, kSumTileV>(dq_state[u], do_op, s_op, m0, n0);
+      warp_product<T, kSumTileV>(g[u], dvn_op, s_op, m0, n0);
+      warp_product<T, kSumTileV>(dk_update[u], vn_op, d_op, m0, n0);
+      if (first_tile) {
+        warp_product<T, kSumTileV>(dp[u], do_op, vn_op, m0, n0);
+        warp_product<T, kSumTileV>(y[u], dvn_op, v_op, m0, n0);
+      }
+    }
+    __syncthreads();
+  }
+  const Sums<KP> out = sums_of<T, KP>(p, h, slot);
+  const float scale = p.f.scale;
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    int m0, n0;
+    square_strip(u, m0, n0);
+    for_each_element(dq_state[u], m0, n0, [&](int i, int r, float x) { out.dq_state()[i * KP + key0 + r] = scale * x; });
+    for_each_element(g[u], m0, n0, [&](int i, int r, float x) { out.g()[i * KP + key0 + r] = x; });
+    for_each_element(dk_update[u], m0, n0, [&](int i, int r, float x) { out.dk_update()[i * KP + key0 + r] = x; });
+    if (first_tile) {
+      for_each_element(dp[u], m0, n0, [&](int i, int j, float x) { out.dp()[i * kChunk + j] = scale * x; });
+      for_each_element(y[u], m0, n0, [&](int i, int j, float x) { out.y()[i * kChunk + j] = x; });
+    }
+  }
+}
+
+// ---- chunk_gradients ---------------------------------------------------------------------------------
+// Shared memory (words): the ChunkDecays and seven vectors [64], then two regions. Phase one (T, dR, dA):
+// region 1 holds Γ, X and dR/dT fp32 [64][kPitch] and two operands, region 2 T, dA/dX and dP fp32.
+// Phase two (dq, dk per key tile): region 1 holds the four A operands dP, dPᵀ, dX + dXᵀ, Tᵀ; region 2 the
+// key tile's B operands K, Q (input terms) and G.
+template <class T, int TERMS>
+struct GradientLayout {
+  static constexpr int kOp = operand_words<T, (TERMS > kInputTerms<T> ? TERMS : kInputTerms<T>)>(kChunk, kChunk);
+  static constexpr int kMatrix = kChunk * kPitch;
+  static constexpr int kVectors = ChunkDecays::kWords + 7 * kChunk;
+  static constexpr int kRegion1 = 4 * kOp > 3 * kMatrix + 2 * kOp ? 4 * kOp : 3 * kMatrix + 2 * kOp;
+  static constexpr int kRegion2 = 3 * kOp > 3 * kMatrix ? 3 * kOp : 3 * kMatrix;
+  static constexpr int kWords = kVectors + kRegion1 + kRegion2;
+};
+
+template <class T, int TERMS, int KP, Step STEP>
+__global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p) {
+  using L = GradientLayout<T, TERMS>;
+  using R = Record<T, KP>;
+  constexpr int in = kInputTerms<T>;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  const ChunkDecays decays(words);
+  float* const gate_s = words + ChunkDecays::kWords;
+  float* const beta_s = gate_s + kChunk;
+  float* const gamma_s = beta_s + kChunk;
+  float* const to_end_s = gamma_s + kChunk;
+  float* const dbeta_s = to_end_s + kChunk;
+  float* const norm_s = dbeta_s + kChunk;  // KLA: ‖k‖² + ε
+  float* const gain_s = norm_s + kChunk;   // KLA: −2β dβ / (‖k‖² + ε)
+  float* const region1 = words + L::kVectors;
+  float* const region2 = region1 + L::kRegion1;
+  // Phase one.
+  float* const ratio_s = region1;                 // Γ
+  float* const x_s = region1 + L::kMatrix;        // X
+  float* const dr_s = region1 + 2 * L::kMatrix;   // dR, then dT
+  float* const op1 = region1 + 3 * L::kMatrix;
+  float* const op2 = op1 + L::kOp;
+  float* const t_s = region2;                     // T
+  float* const da_s = region2 + L::kMatrix;       // M1, then dA, then dX
+  float* const dp_s = region2 + 2 * L::kMatrix;   // dP
+
+  const std::int64_t slot = blockIdx.x % p.f.slots;
+  const int h = static_cast<int>(blockIdx.x / p.f.slots);
+  std::int64_t b, t0;
+  int n;
+  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
+  const int K = p.f.K, V = p.f.V;
+  const TokenRows<const T> q = rows_of(p.f.q, b, h / p.f.group), k = rows_of(p.f.k, b, h / p.f.group);
+  const TokenRows<const T> gate = rows_of(p.f.gate, b, h), step = rows_of(p.f.step, b, h);
+  const Sums<KP> sums = sums_of<T, KP>(p, h, slot);
+  const float* const gamma_rec = R::gamma(fwd::record_of<T, KP>(p.f, h, slot), V);
+
+  if (const int i = threadIdx.x; i < kChunk) {
+    gate_s[i] = i < n ? to_float(gate(t0 + i)) : 0.f;
+    gamma_s[i] = gamma_rec[i];
+    float beta = 0.f, norm = 1.f;
+    if (i < n) {
+      beta = to_float(step(t0 + i));
+      if constexpr (STEP == Step::kaczmarz) {
+        norm = fwd::key_norm_squared<KP>([&](int d) { return d < K ? to_float(k(t0 + i, d)) : 0.f; }) + p.f.eps;
+        beta = beta / norm;
+      }
+    }
+    beta_s[i] = beta;
+    norm_s[i] = norm;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) decays.form([&](int i) { return gate_s[i]; }, n);
+  __syncthreads();
+  for (int e = threadIdx.x; e < kChunk * kChunk; e += kThreads) ratio_s[e / kChunk * kPitch + e % kChunk] = decays.ratio(e / kChunk, e % kChunk, n);
+  if (const int i = threadIdx.x; i < kChunk) to_end_s[i] = decays.ratio(n - 1, i, n);
+
+  // X = K Kᵀ over the key tiles; A = StrictLower(Diag(β) X ⊙ Γ) into t_s (the forward's A).
+  {
+    const auto k_op = operand_at<T, in, kKeyTile>(op1, kChunk);
+    float acc[2][2][4];
+    zero(acc[0]);
+    zero(acc[1]);
+    for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
+      fill(k_op, kChunk, [&](int i, int d) { return i < n && key0 + d < K ? to_float(k(t0 + i, key0 + d)) : 0.f; });
+      __syncthreads();
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        int m0, n0;
+        square_strip(u, m0, n0);
+        warp_product<T, kKeyTile>(acc[u], k_op, k_op, m0, n0);
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      int m0, n0;
+      square_strip(u, m0, n0);
+      for_each_element(acc[u], m0, n0, [&](int i, int j, float x) {
+        x_s[i * kPitch + j] = x;
+        t_s[i * kPitch + j] = j < i ? beta_s[i] * x * ratio_s[i * kPitch + j] : 0.f;
+      });
+    }
+  }
+  __syncthreads();
+  {  // T = (I + A)⁻¹ in place
+    float x[kChunk];
+    if (threadIdx.x < kChunk) fwd::unit_lower_inverse_column(t_s, kPitch, threadIdx.x, x);
+    __syncthreads();
+    if (const int col = threadIdx.x; col < kChunk) {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) t_s[i * kPitch + col] = x[i];
+    }
+  }
+
+  // dR = Y − G Kᵀ Diag(γ).
+  {
+    const auto g_op = operand_at<T, TERMS, kKeyTile>(op1, kChunk);
+    const auto k_op = operand_at<T, in, kKeyTile>(op2, kChunk);
+    float acc[2][2][4];
+    zero(acc[0]);
+    zero(acc[1]);
+    for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
+      fill(g_op, kChunk, [&](int i, int d) { return sums.g()[i * KP + key0 + d]; });
+      fill(k_op, kChunk, [&](int j, int d) { return j < n && key0 + d < K ? to_float(k(t0 + j, key0 + d)) : 0.f; });
+      __syncthreads();
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        int m0, n0;
+        square_strip(u, m0, n0);
+        warp_product<T, kKeyTile>(acc[u], g_op, k_op, m0, n0);
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      int m0, n0;
+      square_strip(u, m0, n0);
+      for_each_element(acc[u], m0, n0, [&](int i, int j, float x) {
+        dr_s[i * kPitch + j] = sums.y()[i * kChunk + j] - gamma_s[j] * x;
+      });
+    }
+  }
+  __syncthreads();
+  // dβ_j = Σ_i dR_ij T_ij; dT = dR Diag(β) in place (thread j: column j).
+  if (const int j = threadIdx.x; j < kChunk) {
+    float s = 0.f;
+    for (int i = 0; i < kChunk; ++i) {
+      s = fmaf(dr_s[i * kPitch + j], t_s[i * kPitch + j], s);
+      dr_s[i * kPitch + j] *= beta_s[j];
+    }
+    dbeta_s[j] = s;
+  }
+  __syncthreads();
+  // A square product into dst: acc(i, j) = Σ_k a(i, k) b(j, k), the operands formed from fp32 matrices.
+  const auto square_product = [&](auto a, auto b, auto store) {
+    const auto a_op = operand_at<T, TERMS, kChunk>(op1, kChunk);
+    const auto b_op = operand_at<T, TERMS, kChunk>(op2, kChunk);
+    fill(a_op, kChunk, a);
+    fill(b_op, kChunk, b);
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      int m0, n0;
+      square_strip(u, m0, n0);
+      float acc[2][4];
+      zero(acc);
+      warp_product<T, kChunk>(acc, a_op, b_op, m0, n0);
+      for_each_element(acc, m0, n0, store);
+    }
+    __syncthreads();
+  };
+  // M1 = Tᵀ dT, then dA = −M1 Tᵀ on the strict lower triangle.
+  square_product([&](int i, int c) { return t_s[c * kPitch + i]; }, [&](int j, int c) { return dr_s[c * kPitch + j]; },
+                 [&](int i, int j, float x) { da_s[i * kPitch + j] = x; });
+  square_product([&](int i, int c) { return da_s[i * kPitch + c]; }, [&](int j, int c) { return t_s[j * kPitch + c]; },
+                 [&](int i, int j, float x) { da_s[i * kPitch + j] = j < i ? -x : 0.f; });
+  // dβ_i += Σ_j dA_ij X_ij Γ_ij; dX = Diag(β) (dA ⊙ Γ) in place (thread i: row i); dP = dP0 ⊙ Γ.
+  if (const int i = threadIdx.x; i < kChunk) {
+    float s = 0.f;
+    for (int j = 0; j < i; ++j) {
+      const float da = da_s[i * kPitch + j];
+      s = fmaf(da * x_s[i * kPitch + j], ratio_s[i * kPitch + j], s);
+      da_s[i * kPitch + j] = beta_s[i] * (da * ratio_s[i * kPitch + j]);
+    }
+    const float dbeta = dbeta_s[i] + s;
+    float d_step = dbeta, gain = 0.f;
+    if constexpr (STEP == Step::kaczmarz) {
+      d_step = dbeta / norm_s[i];  // dη
+      gain = -2.f * beta_s[i] * dbeta / norm_s[i];
+    }
+    gain_s[i] = gain;
+    if (i < n) rows_of(p.dstep, b, h)(t0 + i) = from_float<T>(d_step);
+  }
+  for (int e = threadIdx.x; e < kChunk * kChunk; e += kThreads) {
+    const int i = e / kChunk, j = e % kChunk;
+    dp_s[i * kPitch + j] = sums.dp()[e] * ratio_s[i * kPitch + j];
+    p.solve_t[record_index(p, h, slot) * kChunk * kChunk + e] = t_s[j * kPitch + i] * beta_s[i];  // Rᵀ_ij = T_ji β_i
+  }
+  __syncthreads();
+
+  // Phase two: the A operands (region 1), then per key tile the B operands (region 2).
+  const auto dp_op = operand_at<T, TERMS, kChunk>(region1, kChunk);
+  const auto dp_t_op = operand_at<T, TERMS, kChunk>(region1 + L::kOp, kChunk);
+  const auto dx_op = operand_at<T, TERMS, kChunk>(region1 + 2 * L::kOp, kChunk);
+  const auto t_t_op = operand_at<T, TERMS, kChunk>(region1 + 3 * L::kOp, kChunk);
+  fill(dp_op, kChunk, [&](int i, int j) { return dp_s[i * kPitch + j]; });
+  fill(dp_t_op, kChunk, [&](int i, int j) { return dp_s[j * kPitch + i]; });
+  fill(dx_op, kChunk, [&](int i, int j) { return da_s[i * kPitch + j] + da_s[j * kPitch + i]; });
+  fill(t_t_op, kChunk, [&](int i, int j) { return t_s[j * kPitch + i]; });
+  __syncthreads();
+  const auto k_op = operand_at<T, in, kChunk>(region2, kKeyTile);
+  const auto q_op = operand_at<T, in, kChunk>(region2 + L::kOp, kKeyTile);
+  const auto g_op = operand_at<T, TERMS, kChunk>(region2 + 2 * L::kOp, kKeyTile);
+  const TokenRows<T> dq = rows_of(p.dq, b, h), dk = rows_of(p.dk, b, h);
+  for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
+    fill(k_op, kKeyTile, [&](int d, int j) { return j < n && key0 + d < K ? to_float(k(t0 + j, key0 + d)) : 0.f; });
+    fill(q_op, kKeyTile, [&](int d, int j) { return j < n && key0 + d < K ? to_float(q(t0 + j, key0 + d)) : 0.f; });
+    fill(g_op, kKeyTile, [&](int d, int j) { return sums.g()[j * KP + key0 + d]; });
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      int m0, n0;
+      square_strip(u, m0, n0);
+      float acc_q[2][4], acc_k[2][4], acc_g[2][4];
+      zero(acc_q);
+      zero(acc_k);
+      zero(acc_g);
+      warp_product<T, kChunk>(acc_q, dp_op, k_op, m0, n0);
+      warp_product<T, kChunk>(acc_k, dp_t_op, q_op, m0, n0);
+      warp_product<T, kChunk>(acc_k, dx_op, k_op, m0, n0);
+      warp_product<T, kChunk>(acc_g, t_t_op, g_op, m0, n0);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int i = m0 + threadIdx.x % 32 / 4 + 8 * (r / 2), key = key0 + n0 + 8 * j + 2 * (threadIdx.x % 4) + r % 2;
+          if (i >= n || key >= K) continue;
+          const float dq_i = fmaf(gamma_s[i], sums.dq_state()[i * KP + key], acc_q[j][r]);
+          float dk_i = fmaf(to_end_s[i], sums.dk_update()[i * KP + key], acc_k[j][r]);
+          dk_i = fmaf(-gamma_s[i] * beta_s[i], acc_g[j][r], dk_i);
+          if constexpr (STEP == Step::kaczmarz) dk_i = fmaf(gain_s[i], to_float(k(t0 + i, key)), dk_i);
+          dq(t0 + i, key) = from_float<T>(dq_i);
+          dk(t0 + i, key) = from_float<T>(dk_i);
+        }
+    }
+    __syncthreads();
+  }
+}
+
+// ---- value_gradients ---------------------------------------------------------------------------------
+// Shared memory (words): Rᵀ [64][64] and dV_newᵀ [64 rows][64] (TERMS); chunk_output's operands Q
+// (input terms), S_c, P and V_new (kOutputTerms); the products o·do − v·dv fp32 [64][kPitch]; γ [64].
+template <class T, int TERMS, int KP>
+struct ValueLayout {
+  static constexpr int kMid = operand_words<T, TERMS>(kChunk, kChunk);
+  static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, KP);
+  static constexpr int kS = operand_words<T, kOutputTerms>(kOutTileV, KP);
+  static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
+  static constexpr int kVn = operand_words<T, kOutputTerms>(kOutTileV, kChunk);
+  static constexpr int kWords = 2 * kMid + kQ + kS + kP + kVn + kChunk * kPitch + kChunk;
+};
+
+template <class T, int TERMS, int KP>
+__global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p) {
+  using L = ValueLayout<T, TERMS, KP>;
+  using R = Record<T, KP>;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  const auto rt_op = operand_at<T, TERMS, kChunk>(words, kChunk);
+  const auto dvn_op = operand_at<T, TERMS, kChunk>(words + L::kMid, kOutTileV);
+  const auto q_op = operand_at<T, kInputTerms<T>, KP>(words + 2 * L::kMid, kChunk);
+  const auto s_op = operand_at<T, kOutputTerms, KP>(words + 2 * L::kMid + L::kQ, kOutTileV);
+  const auto p_op = operand_at<T, kOutputTerms, kChunk>(words + 2 * L::kMid + L::kQ + L::kS, kChunk);
+  const auto vn_op = operand_at<T, kOutputTerms, kChunk>(words + 2 * L::kMid + L::kQ + L::kS + L::kP, kOutTileV);
+  float* const prod_s = words + 2 * L::kMid + L::kQ + L::kS + L::kP + L::kVn;
+  float* const gamma_s = prod_s + kChunk * kPitch;
+
+  const int out_tiles = p.f.out_tiles;
+  const int tile = static_cast<int>(blockIdx.x % out_tiles);
+  const std::int64_t slot = blockIdx.x / out_tiles % p.f.slots;
+  const int h = static_cast<int>(blockIdx.x / out_tiles / p.f.slots);
+  std::int64_t b, t0;
+  int n;
+  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
+  const int K = p.f.K, V = p.f.V, v0 = tile * kOutTileV;
+  float* const record = fwd::record_of<T, KP>(p.f, h, slot);
+  const TokenRows<const T> q = rows_of(p.f.q, b, h / p.f.group), v = rows_of(p.f.v, b, h), d_o = rows_of(p.d_o, b, h);
+  const float* const solve_t = p.solve_t + record_index(p, h, slot) * kChunk * kChunk;
+  const float* const d_vnew = d_vnew_of(p, h, slot);
+
+  fill(rt_op, kChunk, [&](int i, int j) { return solve_t[i * kChunk + j]; });
+  fill(dvn_op, kOutTileV, [&](int c, int j) { return v0 + c < V ? d_vnew[std::int64_t{j} * V + v0 + c] : 0.f; });
+  fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
+  copy_rows(s_op, state_operand<T, KP>(p, h, slot), v0, V);
+  copy_rows(p_op, operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk), 0, kChunk);
+  copy_rows(vn_op, operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V), v0, V);
+  if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = R::gamma(record, V)[threadIdx.x];
+  __syncthreads();
+
+  const TokenRows<T> dv = rows_of(p.dv, b, h);
+  const float scale = p.f.scale;
+  for_each_strip<kChunk, kOutTileV, 2>([&](int m0, int n0) {
+    float acc_v[2][4], acc_o[2][4];
+    zero(acc_v);
+    zero(acc_o);
+    warp_product<T, kChunk>(acc_v, rt_op, dvn_op, m0, n0);
+    warp_product<T, KP>(acc_o, q_op, s_op, m0, n0);  // o as chunk_output forms it
+    const int g = threadIdx.x % 32 / 4;
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc_o[j][r] *= gamma_s[m0 + g + 8 * (r / 2)];
+    warp_product<T, kChunk>(acc_o, p_op, vn_op, m0, n0);
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int i = m0 + g + 8 * (r / 2), c = n0 + 8 * j + 2 * (threadIdx.x % 4) + r % 2, col = v0 + c;
+        float term = 0.f;
+        if (i < n && col < V) {
+          const float dv_i = acc_v[j][r];
+          dv(t0 + i, col) = from_float<T>(dv_i);
+          term = fmaf(scale * acc_o[j][r], to_float(d_o(t0 + i, col)), -to_float(v(t0 + i, col)) * dv_i);
+        }
+        prod_s[i * kPitch + c] = term;
+      }
+  });
+  __syncthreads();
+  if (const int i = threadIdx.x; i < kChunk) {
+    float s = 0.f;
+    for (int c = 0; c < kOutTileV; ++c) s += prod_s[i * kPitch + c];
+    p.dg_terms[(record_index(p, h, slot) * out_tiles + tile) * kChunk + i] = s;
+  }
+}
+
+// ---- decay_gradients ---------------------------------------------------------------------------------
+// dg_t = Σ_{s=t}^{n−1} (o_s·do_s − v_s·dv_s) + ⟨S_{c+1}, D_{c+1}⟩: the seed summed by the block in a fixed
+// order, S_{c+1} read as the forward wrote it for the next chunk (the final state rounded the same way
+// for the last, so that a split launch gives the same bits).
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
+  __shared__ float partial[kThreads];
+  const std::int64_t slot = blockIdx.x % p.f.slots;
+  const int h = static_cast<int>(blockIdx.x / p.f.slots);
+  std::int64_t b, t0, sequence;
+  int n;
+  bool last;
+  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n, &sequence, &last)) return;
+  const int K = p.f.K, V = p.f.V;
+  const float* const d_state = d_state_of<T, KP>(p, h, slot);
+  float s = 0.f;
+  if (last) {
+    for (int e = threadIdx.x; e < K * V; e += kThreads)
+      s = fmaf(rounded_to_terms<T, kOutputTerms>(*p.f.final_state.at(sequence, h, e / V, e % V)), d_state[(e / V) * std::int64_t{V} + e % V], s);
+  } else {
+    const auto next = state_operand<T, KP>(p, h, slot + 1);
+    for (int e = threadIdx.x; e < K * V; e += kThreads)
+      s = fmaf(element(next, e % V, e / V), d_state[(e / V) * std::int64_t{V} + e % V], s);
+  }
+  partial[threadIdx.x] = s;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const int out_tiles = p.f.out_tiles;
+    const float* const terms = p.dg_terms + record_index(p, h, slot) * out_tiles * kChunk;
+    const TokenRows<T> dg = rows_of(p.dg, b, h);
+    float acc = partial[0];
+    for (int i = n - 1; i >= 0; --i) {
+      for (int tile = 0; tile < out_tiles; ++tile) acc += terms[tile * kChunk + i];
+      dg(t0 + i) = from_float<T>(acc);
+    }
+  }
+}
+
+}  // namespace larc::gpu::detail::delta_rule_chunked_backward
