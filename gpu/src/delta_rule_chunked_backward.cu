@@ -60,6 +60,10 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::size_t reductions_smem = sizeof(float) * SumLayout<T, TERMS>::kWords;
   const std::size_t gradients_smem = sizeof(float) * GradientLayout<T, TERMS>::kWords;
   const std::size_t values_smem = sizeof(float) * ValueLayout<T, TERMS, KP>::kWords;
+  constexpr std::size_t kSmemLimit = 227 * 1024;  // an H100/H200 block's opt-in shared memory
+  static_assert(sizeof(float) * PrepareLayout<T, KP>::kWords <= kSmemLimit && sizeof(float) * PassLayout<T, TERMS, KP>::kWords <= kSmemLimit &&
+                sizeof(float) * SumLayout<T, TERMS>::kWords <= kSmemLimit && sizeof(float) * GradientLayout<T, TERMS>::kWords <= kSmemLimit &&
+                sizeof(float) * ValueLayout<T, TERMS, KP>::kWords <= kSmemLimit);
   cudaError_t e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
   if (e == cudaSuccess) e = allow_smem(reductions, reductions_smem);

@@ -18,7 +18,7 @@
 // the chunk-local identity (reference/chunk_local_decay_gradient.h): dg_t = Σ_{s=t}^{n−1}(o_s·do_s −
 // v_s·dv_s) + ⟨S_{c+1}, D⟩, with o recomputed exactly as the forward's chunk_output forms it.
 //
-// Seven kernels after the forward's chunk_prepare and state pass (which leave every record, S_c and the
+// Six kernels after the forward's chunk_prepare and state pass (which leave every record, S_c and the
 // final state in the workspace): backward_prepare (per chunk, in parallel) lays out K̃, W_kᵀ, Pᵀ and
 // (Diag(γ) Q)ᵀ as operands; reverse_state_pass (per sequence, head and 16 value columns, chunks from the
 // last: the only sequential part) carries D, writes D_{c+1} and dV_new of every chunk and dh0;
@@ -660,7 +660,8 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
 
 // ---- value_gradients ---------------------------------------------------------------------------------
 // Shared memory (words): Rᵀ [64][64] and dV_newᵀ [64 rows][64] (TERMS); chunk_output's operands Q
-// (input terms), S_c, P and V_new (kOutputTerms); the products o·do − v·dv fp32 [64][kPitch]; γ [64].
+// (input terms), S_c, P and V_new (kOutputTerms); γ [64]. The products o·do − v·dv fp32 [64][kPitch]
+// take S_c's place once the products are formed.
 template <class T, int TERMS, int KP>
 struct ValueLayout {
   static constexpr int kMid = operand_words<T, TERMS>(kChunk, kChunk);
@@ -668,7 +669,8 @@ struct ValueLayout {
   static constexpr int kS = operand_words<T, kOutputTerms>(kOutTileV, KP);
   static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
   static constexpr int kVn = operand_words<T, kOutputTerms>(kOutTileV, kChunk);
-  static constexpr int kWords = 2 * kMid + kQ + kS + kP + kVn + kChunk * kPitch + kChunk;
+  static_assert(kS >= kChunk * kPitch, "the products fit in S_c's place");
+  static constexpr int kWords = 2 * kMid + kQ + kS + kP + kVn + kChunk;
 };
 
 template <class T, int TERMS, int KP>
@@ -680,11 +682,12 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
   const auto rt_op = operand_at<T, TERMS, kChunk>(words, kChunk);
   const auto dvn_op = operand_at<T, TERMS, kChunk>(words + L::kMid, kOutTileV);
   const auto q_op = operand_at<T, kInputTerms<T>, KP>(words + 2 * L::kMid, kChunk);
-  const auto s_op = operand_at<T, kOutputTerms, KP>(words + 2 * L::kMid + L::kQ, kOutTileV);
-  const auto p_op = operand_at<T, kOutputTerms, kChunk>(words + 2 * L::kMid + L::kQ + L::kS, kChunk);
-  const auto vn_op = operand_at<T, kOutputTerms, kChunk>(words + 2 * L::kMid + L::kQ + L::kS + L::kP, kOutTileV);
-  float* const prod_s = words + 2 * L::kMid + L::kQ + L::kS + L::kP + L::kVn;
-  float* const gamma_s = prod_s + kChunk * kPitch;
+  float* const s_words = words + 2 * L::kMid + L::kQ;
+  const auto s_op = operand_at<T, kOutputTerms, KP>(s_words, kOutTileV);
+  const auto p_op = operand_at<T, kOutputTerms, kChunk>(s_words + L::kS, kChunk);
+  const auto vn_op = operand_at<T, kOutputTerms, kChunk>(s_words + L::kS + L::kP, kOutTileV);
+  float* const gamma_s = s_words + L::kS + L::kP + L::kVn;
+  float* const prod_s = s_words;  // after the products
 
   const int out_tiles = p.f.out_tiles;
   const int tile = static_cast<int>(blockIdx.x % out_tiles);
@@ -710,13 +713,17 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
 
   const TokenRows<T> dv = rows_of(p.dv, b, h);
   const float scale = p.f.scale;
-  for_each_strip<kChunk, kOutTileV, 2>([&](int m0, int n0) {
+  const int g = threadIdx.x % 32 / 4;
+  float terms[2][2][4];
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    int m0, n0;
+    square_strip(u, m0, n0);
     float acc_v[2][4], acc_o[2][4];
     zero(acc_v);
     zero(acc_o);
     warp_product<T, kChunk>(acc_v, rt_op, dvn_op, m0, n0);
     warp_product<T, KP>(acc_o, q_op, s_op, m0, n0);  // o as chunk_output forms it
-    const int g = threadIdx.x % 32 / 4;
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -726,16 +733,22 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
     for (int j = 0; j < 2; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int i = m0 + g + 8 * (r / 2), c = n0 + 8 * j + 2 * (threadIdx.x % 4) + r % 2, col = v0 + c;
-        float term = 0.f;
+        const int i = m0 + g + 8 * (r / 2), col = v0 + n0 + 8 * j + 2 * (threadIdx.x % 4) + r % 2;
+        terms[u][j][r] = 0.f;
         if (i < n && col < V) {
           const float dv_i = acc_v[j][r];
           dv(t0 + i, col) = from_float<T>(dv_i);
-          term = fmaf(scale * acc_o[j][r], to_float(d_o(t0 + i, col)), -to_float(v(t0 + i, col)) * dv_i);
+          terms[u][j][r] = fmaf(scale * acc_o[j][r], to_float(d_o(t0 + i, col)), -to_float(v(t0 + i, col)) * dv_i);
         }
-        prod_s[i * kPitch + c] = term;
       }
-  });
+  }
+  __syncthreads();  // S_c is read no more
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    int m0, n0;
+    square_strip(u, m0, n0);
+    for_each_element(terms[u], m0, n0, [&](int i, int c, float x) { prod_s[i * kPitch + c] = x; });
+  }
   __syncthreads();
   if (const int i = threadIdx.x; i < kChunk) {
     float s = 0.f;
