@@ -70,6 +70,10 @@ struct Params {
   float* workspace = nullptr;          // Records, [H][slots]
   float* states = nullptr;             // S_c entering each chunk, [H][slots][KP][V]
   float* solve = nullptr;  // optional: (T Diag(β))ᵀ of each chunk, [H][slots] solve_operand (log-linear-gdn-chunked)
+  // Optional, bf16/fp16 (the register pass): S_c [H][slots][V][KP] and V_new [H][slots][64][V] in fp32 as the
+  // pass holds them (the chunked backward's reads; the records keep them in kOutputTerms planes).
+  float* states_f32 = nullptr;
+  float* vnew_f32 = nullptr;
   const void* cu_seqlens = nullptr;    // varlen: [N+1] int32 or int64; B = 1
   bool cu_seqlens_int64 = false;
   const std::int64_t* first_slot = nullptr;  // varlen: sequence n's records from slot first_slot[n] ([N+1], chunk_map)
@@ -455,8 +459,11 @@ __global__ void __launch_bounds__(register_state_pass::kThreads, 1) register_pas
   });
   rs::run<T, KP>(x, pb.chunks, pb.col0, V, [&](std::int64_t c) {
     float* const record = record_of<T, KP>(p, pb.h, pb.first_slot + c);
+    const std::int64_t slot = pb.first_slot + c, chunk_index = pb.h * p.slots + slot;
     return rs::ChunkIo{R::w(record), R::kt(record), R::u(record), R::gamma(record, V) + pb.length(c) - 1,
-                       R::vn(record, V), state_of<T, KP>(p, pb.h, pb.first_slot + c)};
+                       R::vn(record, V), state_of<T, KP>(p, pb.h, slot),
+                       p.states_f32 != nullptr ? p.states_f32 + chunk_index * V * KP : nullptr,
+                       p.vnew_f32 != nullptr ? p.vnew_f32 + chunk_index * kChunk * V : nullptr};
   }, reinterpret_cast<float*>(smem_vec));
   if (p.final_state.data != nullptr)
     rs::for_each_state<KP>(x, pb.col0, [&](float& e, int key, int col) {

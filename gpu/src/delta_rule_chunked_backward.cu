@@ -8,8 +8,8 @@
 //
 // Workspace (stream-ordered, chunk_launch.cuh): the forward's records and states (delta_rule_chunked.cu),
 // the final state, and per (head, chunk) the backward's operands, ∂L/∂S_{c+1} and dV_new (fp32), the value
-// sums and Rᵀ: at K = V = 128 about 0.69 MB a chunk with the fp32 grade (5.7 GB at B = 1, H = 16,
-// T = 32,768), 0.57 MB with the io grade on bf16.
+// sums, Rᵀ and (bf16/fp16) the state pass's fp32 S_c and V_new: at K = V = 128 about 0.81 MB a chunk with
+// the fp32 grade (6.6 GB at B = 1, H = 16, T = 32,768).
 #include <algorithm>
 #include <string>
 
@@ -39,7 +39,10 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::int64_t records = f.H * f.slots, V = f.V;
   const std::int64_t states = aligned(fwd::states_workspace_floats<T, KP>(f));
   const std::int64_t final_floats = aligned(f.sequences * f.H * f.K * V);
+  const std::int64_t copies = kMma<T> ? records : 0;  // the state pass's fp32 S_c and V_new (bf16/fp16)
   const std::int64_t parts[] = {
+      aligned(copies * KP * V),                    // states_f32
+      aligned(copies * kChunk * V),                // vnew_f32
       records * Operands<T, TERMS, KP>::kWords,    // operands
       aligned(records * KP * V),                   // d_states
       aligned(records * kChunk * V),               // d_vnew
@@ -59,11 +62,11 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::size_t pass_smem = sizeof(float) * PassLayout<T, TERMS, KP>::kWords;
   const std::size_t reductions_smem = sizeof(float) * SumLayout<T, TERMS>::kWords;
   const std::size_t gradients_smem = sizeof(float) * GradientLayout<T, TERMS>::kWords;
-  const std::size_t values_smem = sizeof(float) * ValueLayout<T, TERMS, KP>::kWords;
+  const std::size_t values_smem = sizeof(float) * ValueLayout<T, TERMS>::kWords;
   constexpr std::size_t kSmemLimit = 227 * 1024;  // an H100/H200 block's opt-in shared memory
   static_assert(sizeof(float) * PrepareLayout<T, KP>::kWords <= kSmemLimit && sizeof(float) * PassLayout<T, TERMS, KP>::kWords <= kSmemLimit &&
                 sizeof(float) * SumLayout<T, TERMS>::kWords <= kSmemLimit && sizeof(float) * GradientLayout<T, TERMS>::kWords <= kSmemLimit &&
-                sizeof(float) * ValueLayout<T, TERMS, KP>::kWords <= kSmemLimit);
+                sizeof(float) * ValueLayout<T, TERMS>::kWords <= kSmemLimit);
   cudaError_t e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
   if (e == cudaSuccess) e = allow_smem(reductions, reductions_smem);
@@ -79,9 +82,9 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     float* next = workspace + states;
     f.final_state = {next, f.H * f.K * V, f.K * V, V, 1};
     next += final_floats;
-    float** const targets[] = {&p.operands, &p.d_states, &p.d_vnew, &p.sums, &p.solve_t, &p.dg_terms};
-    for (int i = 0; i < 6; ++i) {
-      *targets[i] = next;
+    float** const targets[] = {&f.states_f32, &f.vnew_f32, &p.operands, &p.d_states, &p.d_vnew, &p.sums, &p.solve_t, &p.dg_terms};
+    for (int i = 0; i < 8; ++i) {
+      *targets[i] = parts[i] > 0 ? next : nullptr;
       next += parts[i];
     }
   }

@@ -16,7 +16,7 @@
 // forms W with a second solve): the same function differentiated through R instead of (T_u, T_w). KLA's
 // β = η / (‖k‖² + ε) adds dη = dβ / (‖k‖² + ε) and dk −= 2β dβ / (‖k‖² + ε) · k. The decay's gradient is
 // the chunk-local identity (reference/chunk_local_decay_gradient.h): dg_t = Σ_{s=t}^{n−1}(o_s·do_s −
-// v_s·dv_s) + ⟨S_{c+1}, D⟩, with o recomputed exactly as the forward's chunk_output forms it.
+// v_s·dv_s) + ⟨S_{c+1}, D⟩, with o formed again from S_c, P and V_new.
 //
 // Six kernels after the forward's chunk_prepare and state pass (which leave every record, S_c and the
 // final state in the workspace): backward_prepare (per chunk, in parallel) lays out K̃, W_kᵀ, Pᵀ and
@@ -29,9 +29,8 @@
 //
 // Arithmetic: products on tensor cores (bf16/fp16) or by FMA in fp64 (fp32), as the forward's. TERMS
 // bf16 terms per intermediate operand: kStateTerms (24 bits) for the fp32 grade, the input's terms for
-// the io grade (intermediates rounded to the input dtype, or finer). S_c, V_new and P are read as the
-// forward wrote them for chunk_output (kOutputTerms planes) everywhere but on dh0's path, whose P is
-// formed again at TERMS.
+// the io grade (intermediates rounded to the input dtype, or finer). S_c and V_new are read in fp32 (the
+// forward's state pass writes copies for the backward) and enter products at TERMS like the rest.
 #pragma once
 
 #include <cstdint>
@@ -77,18 +76,19 @@ struct Params {
 };
 
 // backward_prepare's operands of one chunk, TERMS planes: K̃ [64 rows][KP], Pᵀ [64][64], W_kᵀ and
-// (Diag(γ) Q)ᵀ [KP rows][64].
+// (Diag(γ) Q)ᵀ [KP rows][64], and P [64][64] (value_gradients' o).
 template <class T, int TERMS, int KP>
 struct Operands {
   static constexpr int kKt = operand_words<T, TERMS>(kChunk, KP);
   static constexpr int kPt = operand_words<T, TERMS>(kChunk, kChunk);
   static constexpr int kWt = operand_words<T, TERMS>(KP, kChunk);
-  static constexpr int kWords = kKt + kPt + 2 * kWt;
+  static constexpr int kWords = kKt + 2 * kPt + 2 * kWt;
   float* base;
   __device__ Operand<T, TERMS, KP> key_rows() const { return operand_at<T, TERMS, KP>(base, kChunk); }
   __device__ Operand<T, TERMS, kChunk> p_t() const { return operand_at<T, TERMS, kChunk>(base + kKt, kChunk); }
   __device__ Operand<T, TERMS, kChunk> w_t() const { return operand_at<T, TERMS, kChunk>(base + kKt + kPt, KP); }
   __device__ Operand<T, TERMS, kChunk> q_t() const { return operand_at<T, TERMS, kChunk>(base + kKt + kPt + kWt, KP); }
+  __device__ Operand<T, TERMS, kChunk> p() const { return operand_at<T, TERMS, kChunk>(base + kKt + kPt + 2 * kWt, kChunk); }
 };
 
 // value_reductions' sums of one chunk, fp32: scale·dO S_cᵀ, V_new Dᵀ and G [64][KP]; scale·dO V_newᵀ and
@@ -124,25 +124,21 @@ template <class T>
 __device__ __forceinline__ float* d_vnew_of(const Params<T>& p, int h, std::int64_t slot) {
   return p.d_vnew + record_index(p, h, slot) * kChunk * p.f.V;
 }
-// S_c of (head, slot) as the forward wrote it: [V rows][KP], kOutputTerms planes.
+// S_c of (head, slot) at (key, col) and V_new at (token i, col), fp32 as the forward's state pass held
+// them: the register pass's fp32 copies (bf16/fp16), the records' exact one-plane operands (fp32).
 template <class T, int KP>
-__device__ __forceinline__ Operand<T, kOutputTerms, KP> state_operand(const Params<T>& p, int h, std::int64_t slot) {
-  return operand_at<T, kOutputTerms, KP>(fwd::state_of<T, KP>(p.f, h, slot), p.f.V);
+__device__ __forceinline__ float state_at(const Params<T>& p, int h, std::int64_t slot, int key, int col) {
+  if constexpr (kMma<T>)
+    return p.f.states_f32[(record_index(p, h, slot) * p.f.V + col) * KP + key];
+  else
+    return element(operand_at<T, kOutputTerms, KP>(fwd::state_of<T, KP>(p.f, h, slot), p.f.V), col, key);
 }
-
-// x as N bf16 terms read back (what element() gives for a value store_pair wrote with N terms).
-template <class T, int N>
-__device__ __forceinline__ float rounded_to_terms(float x) {
-  if constexpr (!kMma<T>) {
-    return x;
-  } else {
-    std::uint32_t terms[N];
-    split_pair(x, 0.f, terms);
-    float sum = 0.f;
-#pragma unroll
-    for (int i = 0; i < N; ++i) sum += __uint_as_float(terms[i] << 16);
-    return sum;
-  }
+template <class T, int KP>
+__device__ __forceinline__ float vnew_at(const Params<T>& p, int h, std::int64_t slot, int i, int col) {
+  if constexpr (kMma<T>)
+    return p.f.vnew_f32[(record_index(p, h, slot) * kChunk + i) * p.f.V + col];
+  else
+    return element(operand_at<T, kOutputTerms, kChunk>(Record<T, KP>::vn(fwd::record_of<T, KP>(p.f, h, slot), p.f.V), p.f.V), col, i);
 }
 
 // The block's persistent 16 × 16 strips of a 64 × 64 product: strip u (0, 1) of this warp at (m0, n0).
@@ -207,6 +203,7 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   fill(out.key_rows(), kChunk, [&](int i, int d) { return element(kt_in, d, i); });
   fill(out.w_t(), KP, [&](int d, int i) { return element(w_in, i, d); });
   fill(out.p_t(), kChunk, [&](int j, int i) { return p_s[i * kPitch + j]; });
+  fill(out.p(), kChunk, [&](int i, int j) { return p_s[i * kPitch + j]; });
   fill(out.q_t(), KP, [&](int d, int i) { return gamma[i] * element(q_op, i, d); });
 }
 
@@ -339,7 +336,6 @@ struct SumLayout {
 template <class T, int TERMS, int KP>
 __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) {
   using L = SumLayout<T, TERMS>;
-  using R = Record<T, KP>;
   extern __shared__ float4 smem_vec[];
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto do_op = operand_at<T, kInputTerms<T>, kSumTileV>(words, kChunk);
@@ -358,8 +354,6 @@ __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) 
   const int K = p.f.K, V = p.f.V, key0 = kt * kKeyTile;
   const bool first_tile = kt == 0;  // the 64 × 64 sums belong to the first key tile's block
   const TokenRows<const T> d_o = rows_of(p.d_o, b, h), v = rows_of(p.f.v, b, h);
-  const auto vn_in = operand_at<T, kOutputTerms, kChunk>(R::vn(fwd::record_of<T, KP>(p.f, h, slot), V), V);
-  const auto s_in = state_operand<T, KP>(p, h, slot);
   const float* const d_state = d_state_of<T, KP>(p, h, slot);
   const float* const d_vnew = d_vnew_of(p, h, slot);
 
@@ -375,8 +369,8 @@ __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) 
   for (int v0 = 0; v0 < V; v0 += kSumTileV) {
     fill(do_op, kChunk, [&](int i, int c) { return i < n && v0 + c < V ? to_float(d_o(t0 + i, v0 + c)) : 0.f; });
     fill(dvn_op, kChunk, [&](int i, int c) { return v0 + c < V ? d_vnew[std::int64_t{i} * V + v0 + c] : 0.f; });
-    fill(vn_op, kChunk, [&](int i, int c) { return v0 + c < V ? element(vn_in, v0 + c, i) : 0.f; });
-    fill(s_op, kChunk, [&](int r, int c) { return key0 + r < K && v0 + c < V ? element(s_in, v0 + c, key0 + r) : 0.f; });
+    fill(vn_op, kChunk, [&](int i, int c) { return v0 + c < V ? vnew_at<T, KP>(p, h, slot, i, v0 + c) : 0.f; });
+    fill(s_op, kChunk, [&](int r, int c) { return key0 + r < K && v0 + c < V ? state_at<T, KP>(p, h, slot, key0 + r, v0 + c) : 0.f; });
     fill(d_op, kChunk, [&](int r, int c) {
       return key0 + r < K && v0 + c < V ? d_state[std::int64_t{key0 + r} * V + v0 + c] : 0.f;
     });
@@ -659,35 +653,30 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
 }
 
 // ---- value_gradients ---------------------------------------------------------------------------------
-// Shared memory (words): Rᵀ [64][64] and dV_newᵀ [64 rows][64] (TERMS); chunk_output's operands Q
-// (input terms), S_c, P and V_new (kOutputTerms); γ [64]. The products o·do − v·dv fp32 [64][kPitch]
-// take S_c's place once the products are formed.
-template <class T, int TERMS, int KP>
+// Shared memory (words): Rᵀ [64][64], dV_newᵀ [64 rows][64], P [64][64], V_newᵀ [64 rows][64] and a key
+// tile of S_c [64 rows][64] (TERMS), a key tile of Q (input terms), the products o·do − v·dv fp32
+// [64][kPitch], γ [64].
+template <class T, int TERMS>
 struct ValueLayout {
   static constexpr int kMid = operand_words<T, TERMS>(kChunk, kChunk);
-  static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, KP);
-  static constexpr int kS = operand_words<T, kOutputTerms>(kOutTileV, KP);
-  static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
-  static constexpr int kVn = operand_words<T, kOutputTerms>(kOutTileV, kChunk);
-  static_assert(kS >= kChunk * kPitch, "the products fit in S_c's place");
-  static constexpr int kWords = 2 * kMid + kQ + kS + kP + kVn + kChunk;
+  static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, kKeyTile);
+  static constexpr int kWords = 5 * kMid + kQ + kChunk * kPitch + kChunk;
 };
 
 template <class T, int TERMS, int KP>
 __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p) {
-  using L = ValueLayout<T, TERMS, KP>;
+  using L = ValueLayout<T, TERMS>;
   using R = Record<T, KP>;
   extern __shared__ float4 smem_vec[];
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto rt_op = operand_at<T, TERMS, kChunk>(words, kChunk);
   const auto dvn_op = operand_at<T, TERMS, kChunk>(words + L::kMid, kOutTileV);
-  const auto q_op = operand_at<T, kInputTerms<T>, KP>(words + 2 * L::kMid, kChunk);
-  float* const s_words = words + 2 * L::kMid + L::kQ;
-  const auto s_op = operand_at<T, kOutputTerms, KP>(s_words, kOutTileV);
-  const auto p_op = operand_at<T, kOutputTerms, kChunk>(s_words + L::kS, kChunk);
-  const auto vn_op = operand_at<T, kOutputTerms, kChunk>(s_words + L::kS + L::kP, kOutTileV);
-  float* const gamma_s = s_words + L::kS + L::kP + L::kVn;
-  float* const prod_s = s_words;  // after the products
+  const auto p_op = operand_at<T, TERMS, kChunk>(words + 2 * L::kMid, kChunk);
+  const auto vn_op = operand_at<T, TERMS, kChunk>(words + 3 * L::kMid, kOutTileV);
+  const auto s_op = operand_at<T, TERMS, kKeyTile>(words + 4 * L::kMid, kOutTileV);
+  const auto q_op = operand_at<T, kInputTerms<T>, kKeyTile>(words + 5 * L::kMid, kChunk);
+  float* const prod_s = words + 5 * L::kMid + L::kQ;
+  float* const gamma_s = prod_s + kChunk * kPitch;
 
   const int out_tiles = p.f.out_tiles;
   const int tile = static_cast<int>(blockIdx.x % out_tiles);
@@ -697,57 +686,63 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
   int n;
   if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
   const int K = p.f.K, V = p.f.V, v0 = tile * kOutTileV;
-  float* const record = fwd::record_of<T, KP>(p.f, h, slot);
   const TokenRows<const T> q = rows_of(p.f.q, b, h / p.f.group), v = rows_of(p.f.v, b, h), d_o = rows_of(p.d_o, b, h);
   const float* const solve_t = p.solve_t + record_index(p, h, slot) * kChunk * kChunk;
   const float* const d_vnew = d_vnew_of(p, h, slot);
 
   fill(rt_op, kChunk, [&](int i, int j) { return solve_t[i * kChunk + j]; });
   fill(dvn_op, kOutTileV, [&](int c, int j) { return v0 + c < V ? d_vnew[std::int64_t{j} * V + v0 + c] : 0.f; });
-  fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
-  copy_rows(s_op, state_operand<T, KP>(p, h, slot), v0, V);
-  copy_rows(p_op, operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk), 0, kChunk);
-  copy_rows(vn_op, operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V), v0, V);
-  if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = R::gamma(record, V)[threadIdx.x];
-  __syncthreads();
+  copy_rows(p_op, operands_of<T, TERMS, KP>(p, h, slot).p(), 0, kChunk);
+  fill(vn_op, kOutTileV, [&](int c, int j) { return v0 + c < V ? vnew_at<T, KP>(p, h, slot, j, v0 + c) : 0.f; });
+  if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = R::gamma(fwd::record_of<T, KP>(p.f, h, slot), V)[threadIdx.x];
+
+  // o / scale = Diag(γ) Q S_c + P V_new, Q S_c over the key tiles.
+  float acc_o[2][2][4];
+  zero(acc_o[0]);
+  zero(acc_o[1]);
+  for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
+    fill(q_op, kChunk, [&](int i, int d) { return i < n && key0 + d < K ? to_float(q(t0 + i, key0 + d)) : 0.f; });
+    fill(s_op, kOutTileV, [&](int c, int d) {
+      return key0 + d < K && v0 + c < V ? state_at<T, KP>(p, h, slot, key0 + d, v0 + c) : 0.f;
+    });
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      int m0, n0;
+      square_strip(u, m0, n0);
+      warp_product<T, kKeyTile>(acc_o[u], q_op, s_op, m0, n0);
+    }
+    __syncthreads();
+  }
 
   const TokenRows<T> dv = rows_of(p.dv, b, h);
   const float scale = p.f.scale;
   const int g = threadIdx.x % 32 / 4;
-  float terms[2][2][4];
 #pragma unroll
   for (int u = 0; u < 2; ++u) {
     int m0, n0;
     square_strip(u, m0, n0);
-    float acc_v[2][4], acc_o[2][4];
+    float acc_v[2][4];
     zero(acc_v);
-    zero(acc_o);
     warp_product<T, kChunk>(acc_v, rt_op, dvn_op, m0, n0);
-    warp_product<T, KP>(acc_o, q_op, s_op, m0, n0);  // o as chunk_output forms it
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) acc_o[j][r] *= gamma_s[m0 + g + 8 * (r / 2)];
-    warp_product<T, kChunk>(acc_o, p_op, vn_op, m0, n0);
+      for (int r = 0; r < 4; ++r) acc_o[u][j][r] *= gamma_s[m0 + g + 8 * (r / 2)];
+    warp_product<T, kChunk>(acc_o[u], p_op, vn_op, m0, n0);
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int i = m0 + g + 8 * (r / 2), col = v0 + n0 + 8 * j + 2 * (threadIdx.x % 4) + r % 2;
-        terms[u][j][r] = 0.f;
+        const int i = m0 + g + 8 * (r / 2), c = n0 + 8 * j + 2 * (threadIdx.x % 4) + r % 2, col = v0 + c;
+        float term = 0.f;
         if (i < n && col < V) {
           const float dv_i = acc_v[j][r];
           dv(t0 + i, col) = from_float<T>(dv_i);
-          terms[u][j][r] = fmaf(scale * acc_o[j][r], to_float(d_o(t0 + i, col)), -to_float(v(t0 + i, col)) * dv_i);
+          term = fmaf(scale * acc_o[u][j][r], to_float(d_o(t0 + i, col)), -to_float(v(t0 + i, col)) * dv_i);
         }
+        prod_s[i * kPitch + c] = term;
       }
-  }
-  __syncthreads();  // S_c is read no more
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    int m0, n0;
-    square_strip(u, m0, n0);
-    for_each_element(terms[u], m0, n0, [&](int i, int c, float x) { prod_s[i * kPitch + c] = x; });
   }
   __syncthreads();
   if (const int i = threadIdx.x; i < kChunk) {
@@ -759,8 +754,8 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
 
 // ---- decay_gradients ---------------------------------------------------------------------------------
 // dg_t = Σ_{s=t}^{n−1} (o_s·do_s − v_s·dv_s) + ⟨S_{c+1}, D_{c+1}⟩: the seed summed by the block in a fixed
-// order, S_{c+1} read as the forward wrote it for the next chunk (the final state rounded the same way
-// for the last, so that a split launch gives the same bits).
+// order, S_{c+1} in fp32 (the next chunk's S_c, or the final state after the last: the same values, so a
+// launch split on a chunk boundary gives the same bits).
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
   __shared__ float partial[kThreads];
@@ -775,11 +770,10 @@ __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
   float s = 0.f;
   if (last) {
     for (int e = threadIdx.x; e < K * V; e += kThreads)
-      s = fmaf(rounded_to_terms<T, kOutputTerms>(*p.f.final_state.at(sequence, h, e / V, e % V)), d_state[(e / V) * std::int64_t{V} + e % V], s);
+      s = fmaf(*p.f.final_state.at(sequence, h, e / V, e % V), d_state[(e / V) * std::int64_t{V} + e % V], s);
   } else {
-    const auto next = state_operand<T, KP>(p, h, slot + 1);
     for (int e = threadIdx.x; e < K * V; e += kThreads)
-      s = fmaf(element(next, e % V, e / V), d_state[(e / V) * std::int64_t{V} + e % V], s);
+      s = fmaf(state_at<T, KP>(p, h, slot + 1, e / V, e % V), d_state[(e / V) * std::int64_t{V} + e % V], s);
   }
   partial[threadIdx.x] = s;
   __syncthreads();

@@ -47,6 +47,8 @@ struct ChunkIo {
   const float* decay;  // d_c (nullptr: 1)
   float* vn;           // V_new [V rows][64], kOutputTerms planes
   float* state;        // X_c [V rows][KP], kOutputTerms planes
+  float* state_f32 = nullptr;  // optional: X_c [V rows][KP] fp32
+  float* vn_f32 = nullptr;     // optional: V_new [64 tokens][V] fp32
 };
 
 template <class T, int KP>
@@ -116,8 +118,12 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
     for (int j = 0; j < KS / 8; ++j)
 #pragma unroll
       for (int half = 0; half < 2; ++half)
-        if (const int row = col0 + g + 8 * half; row < V)
+        if (const int row = col0 + g + 8 * half; row < V) {
           store_pair(state_out, row, w * KS + 8 * j + 2 * t, x[j][2 * half], x[j][2 * half + 1]);
+          if (chunk.state_f32 != nullptr)
+            *reinterpret_cast<float2*>(chunk.state_f32 + std::int64_t{row} * KP + w * KS + 8 * j + 2 * t) =
+                make_float2(x[j][2 * half], x[j][2 * half + 1]);
+        }
 
     // This warp's part of X_c Wᵀ (its keys), to part_s.
     {
@@ -157,7 +163,13 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
           }
           const float vn0 = u_s[token * kUPitch + row] - sum.x, vn1 = u_s[(token + 1) * kUPitch + row] - sum.y;
           store_pair(vn_op, row, token, vn0, vn1);
-          if (col0 + row < V) store_pair(vn_out, col0 + row, token, vn0, vn1);
+          if (col0 + row < V) {
+            store_pair(vn_out, col0 + row, token, vn0, vn1);
+            if (chunk.vn_f32 != nullptr) {
+              chunk.vn_f32[std::int64_t{token} * V + col0 + row] = vn0;
+              chunk.vn_f32[std::int64_t{token + 1} * V + col0 + row] = vn1;
+            }
+          }
         }
     }
     __syncthreads();  // W, U and the parts are read no more

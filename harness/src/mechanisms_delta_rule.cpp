@@ -255,24 +255,19 @@ std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step
 }
 
 // How a baseline's gradients are formed (dr::BackwardForm): the serial adjoint, checkpointed every
-// kBackwardCheckpoint tokens (the oracle and the serial baseline); for a chunk size without an operand
-// format, the chunked form's fp32 baseline — the same adjoint with dβ as chunk kernels form it (dg is
-// then made chunk-local by chunk_local_dg); with an operand format, the io grade's baseline, the
-// chunked backward with every matrix-product operand rounded to it.
+// kBackwardCheckpoint tokens (the oracle and the serial baseline); for a chunk size, the chunked (UT/WY)
+// backward — in S for the chunked form's fp32 baseline (dβ and dg as chunk kernels form them, and the
+// UT/WY form's own rounding on dh0), with every matrix-product operand rounded to an operand format for
+// the io grade's baseline.
 template <class S>
 dr::BackwardForm<S> backward_form(std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
   dr::BackwardForm<S> form;
   form.checkpoint = kBackwardCheckpoint;
-  if (chunk && operands == ref::OperandFormat::none) form.step_gradient = dr::StepGradient::split;
-  if (chunk && operands != ref::OperandFormat::none) {
+  if (chunk) {
     form.chunk = *chunk;
     form.ops = ref::MatmulOperands<S>(operands);
   }
   return form;
-}
-// Whether the chunk-local dg must be formed after the serial adjoint (the fp32 chunked baseline).
-bool chunk_local_dg(std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
-  return chunk && operands == ref::OperandFormat::none;
 }
 
 // ∂L/∂q or ∂L/∂k of the case's own input `name` from the recurrence's (over the value heads): summed
@@ -294,21 +289,15 @@ ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& st
   return out;
 }
 
-// The gradients in scalar S of GDN and DeltaNet with either front end in the form backward_form names
-// (chunked fp32: dβ from the β-scaled values' and keys' gradients, GDN's dg in the chunk-local identity
-// form from the forward's outputs).
+// The gradients in scalar S of GDN and DeltaNet with either front end in the form backward_form names.
 auto gdn_gradients(QkFrontEnd front_end) {
   return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
     const auto [q, k] = grouped_qk<S>(in, front_end, operands);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
     const auto cot = cotangents_in<S>(in);
-    auto grads = dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in),
-                                             backward_form<S>(chunk, operands));
-    if (chunk_local_dg(chunk, operands)) {
-      const auto f = dr::gdn_batched<S>(q, k, v, g, beta, scale_in<S>(in), initial_state_in<S>(in));
-      grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk);
-    }
-    return gradient_values(grads, "beta", in, front_end);
+    return gradient_values(dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in),
+                                                       backward_form<S>(chunk, operands)),
+                           "beta", in, front_end);
   };
 }
 
@@ -338,13 +327,9 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), eta = cast_tensor<S>(in.at("eta"));
     const auto cot = cotangents_in<S>(in);
     const S eps = ref::from_double<S>(kKlaEps);
-    auto grads = dr::kla_backward_batched<S>(q, k, v, g, eta, eps, cot, scale_in<S>(in), initial_state_in<S>(in),
-                                             backward_form<S>(chunk, operands));
-    if (chunk_local_dg(chunk, operands)) {
-      const auto f = dr::kla_batched<S>(q, k, v, g, eta, eps, scale_in<S>(in), initial_state_in<S>(in));
-      grads.dg = ref::chunk_local_log_decay_gradient(f.o, f.final_state, cot, v, grads.dv, grads.dg, *chunk);
-    }
-    return gradient_values(grads, "eta", in, QkFrontEnd::given);
+    return gradient_values(dr::kla_backward_batched<S>(q, k, v, g, eta, eps, cot, scale_in<S>(in), initial_state_in<S>(in),
+                                                       backward_form<S>(chunk, operands)),
+                           "eta", in, QkFrontEnd::given);
   };
   out.push_back(gradient_twin_with_io_form(kla_m, delta_rule_gradients(true, "eta"), kla_gradients));
   // FLA's use_qk_l2norm_in_kernel=True: GDN and DeltaNet on raw q and k, and their twins (dq, dk of the
