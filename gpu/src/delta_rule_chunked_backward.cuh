@@ -148,6 +148,32 @@ __device__ __forceinline__ void square_strip(int u, int& m0, int& n0) {
   n0 = s / 4 * 16;
 }
 
+// f(u, m0, n0) for this warp's two strips of a 64 × 64 product.
+template <class F>
+__device__ __forceinline__ void for_each_square_strip(F f) {
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    int m0, n0;
+    square_strip(u, m0, n0);
+    f(u, m0, n0);
+  }
+}
+
+// acc += A Bᵀ over the key tiles [key0, key0 + 64) of KP for 64 × 64 strips: a(i, key) and b(j, key) fill
+// the two operands tile by tile (b unused when b_op is a_op: A Aᵀ). Called by the whole block.
+template <class T, int KP, int TA, int TB, class FA, class FB>
+__device__ __forceinline__ void sum_over_key_tiles(float (&acc)[2][2][4], const Operand<T, TA, kKeyTile>& a_op,
+                                                   const Operand<T, TB, kKeyTile>& b_op, FA a, FB b) {
+  const bool same = static_cast<const void*>(a_op.words) == static_cast<const void*>(b_op.words);
+  for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
+    fill(a_op, kChunk, [&](int i, int d) { return a(i, key0 + d); });
+    if (!same) fill(b_op, b_op.rows, [&](int j, int d) { return b(j, key0 + d); });
+    __syncthreads();
+    for_each_square_strip([&](int u, int m0, int n0) { warp_product<T, kKeyTile>(acc[u], a_op, b_op, m0, n0); });
+    __syncthreads();
+  }
+}
+
 // ---- backward_prepare --------------------------------------------------------------------------------
 // Shared memory (words): the ChunkDecays, g [64], Γ and P fp32 [64][kPitch], Q and K [64 rows][KP]
 // (input terms).
@@ -357,15 +383,7 @@ __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) 
   const float* const d_state = d_state_of<T, KP>(p, h, slot);
   const float* const d_vnew = d_vnew_of(p, h, slot);
 
-  float dq_state[2][2][4], g[2][2][4], dk_update[2][2][4], dp[2][2][4], y[2][2][4];
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    zero(dq_state[u]);
-    zero(g[u]);
-    zero(dk_update[u]);
-    zero(dp[u]);
-    zero(y[u]);
-  }
+  float dq_state[2][2][4] = {}, g[2][2][4] = {}, dk_update[2][2][4] = {}, dp[2][2][4] = {}, y[2][2][4] = {};
   for (int v0 = 0; v0 < V; v0 += kSumTileV) {
     fill(do_op, kChunk, [&](int i, int c) { return i < n && v0 + c < V ? to_float(d_o(t0 + i, v0 + c)) : 0.f; });
     fill(dvn_op, kChunk, [&](int i, int c) { return v0 + c < V ? d_vnew[std::int64_t{i} * V + v0 + c] : 0.f; });
@@ -376,10 +394,7 @@ __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) 
     });
     if (first_tile) fill(v_op, kChunk, [&](int i, int c) { return i < n && v0 + c < V ? to_float(v(t0 + i, v0 + c)) : 0.f; });
     __syncthreads();
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      int m0, n0;
-      square_strip(u, m0, n0);
+    for_each_square_strip([&](int u, int m0, int n0) {
       warp_product<T, kSumTileV>(dq_state[u], do_op, s_op, m0, n0);
       warp_product<T, kSumTileV>(g[u], dvn_op, s_op, m0, n0);
       warp_product<T, kSumTileV>(dk_update[u], vn_op, d_op, m0, n0);
@@ -387,15 +402,12 @@ __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) 
         warp_product<T, kSumTileV>(dp[u], do_op, vn_op, m0, n0);
         warp_product<T, kSumTileV>(y[u], dvn_op, v_op, m0, n0);
       }
-    }
+    });
     __syncthreads();
   }
   const Sums<KP> out = sums_of<T, KP>(p, h, slot);
   const float scale = p.f.scale;
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    int m0, n0;
-    square_strip(u, m0, n0);
+  for_each_square_strip([&](int u, int m0, int n0) {
     for_each_element(dq_state[u], m0, n0, [&](int i, int r, float x) { out.dq_state()[i * KP + key0 + r] = scale * x; });
     for_each_element(g[u], m0, n0, [&](int i, int r, float x) { out.g()[i * KP + key0 + r] = x; });
     for_each_element(dk_update[u], m0, n0, [&](int i, int r, float x) { out.dk_update()[i * KP + key0 + r] = x; });
@@ -403,7 +415,7 @@ __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) 
       for_each_element(dp[u], m0, n0, [&](int i, int j, float x) { out.dp()[i * kChunk + j] = scale * x; });
       for_each_element(y[u], m0, n0, [&](int i, int j, float x) { out.y()[i * kChunk + j] = x; });
     }
-  }
+  });
 }
 
 // ---- chunk_gradients ---------------------------------------------------------------------------------
@@ -480,31 +492,17 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
   if (const int i = threadIdx.x; i < kChunk) to_end_s[i] = decays.ratio(n - 1, i, n);
 
   // X = K Kᵀ over the key tiles; A = StrictLower(Diag(β) X ⊙ Γ) into t_s (the forward's A).
+  const auto key = [&](int i, int d) { return i < n && d < K ? to_float(k(t0 + i, d)) : 0.f; };
   {
     const auto k_op = operand_at<T, in, kKeyTile>(op1, kChunk);
-    float acc[2][2][4];
-    zero(acc[0]);
-    zero(acc[1]);
-    for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
-      fill(k_op, kChunk, [&](int i, int d) { return i < n && key0 + d < K ? to_float(k(t0 + i, key0 + d)) : 0.f; });
-      __syncthreads();
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        int m0, n0;
-        square_strip(u, m0, n0);
-        warp_product<T, kKeyTile>(acc[u], k_op, k_op, m0, n0);
-      }
-      __syncthreads();
-    }
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      int m0, n0;
-      square_strip(u, m0, n0);
+    float acc[2][2][4] = {};
+    sum_over_key_tiles<T, KP>(acc, k_op, k_op, key, key);
+    for_each_square_strip([&](int u, int m0, int n0) {
       for_each_element(acc[u], m0, n0, [&](int i, int j, float x) {
         x_s[i * kPitch + j] = x;
         t_s[i * kPitch + j] = j < i ? beta_s[i] * x * ratio_s[i * kPitch + j] : 0.f;
       });
-    }
+    });
   }
   __syncthreads();
   {  // T = (I + A)⁻¹ in place
@@ -519,31 +517,12 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
 
   // dR = Y − G Kᵀ Diag(γ).
   {
-    const auto g_op = operand_at<T, TERMS, kKeyTile>(op1, kChunk);
-    const auto k_op = operand_at<T, in, kKeyTile>(op2, kChunk);
-    float acc[2][2][4];
-    zero(acc[0]);
-    zero(acc[1]);
-    for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
-      fill(g_op, kChunk, [&](int i, int d) { return sums.g()[i * KP + key0 + d]; });
-      fill(k_op, kChunk, [&](int j, int d) { return j < n && key0 + d < K ? to_float(k(t0 + j, key0 + d)) : 0.f; });
-      __syncthreads();
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        int m0, n0;
-        square_strip(u, m0, n0);
-        warp_product<T, kKeyTile>(acc[u], g_op, k_op, m0, n0);
-      }
-      __syncthreads();
-    }
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      int m0, n0;
-      square_strip(u, m0, n0);
-      for_each_element(acc[u], m0, n0, [&](int i, int j, float x) {
-        dr_s[i * kPitch + j] = sums.y()[i * kChunk + j] - gamma_s[j] * x;
-      });
-    }
+    float acc[2][2][4] = {};
+    sum_over_key_tiles<T, KP>(acc, operand_at<T, TERMS, kKeyTile>(op1, kChunk), operand_at<T, in, kKeyTile>(op2, kChunk),
+                              [&](int i, int d) { return sums.g()[i * KP + d]; }, key);
+    for_each_square_strip([&](int u, int m0, int n0) {
+      for_each_element(acc[u], m0, n0, [&](int i, int j, float x) { dr_s[i * kPitch + j] = sums.y()[i * kChunk + j] - gamma_s[j] * x; });
+    });
   }
   __syncthreads();
   // dβ_j = Σ_i dR_ij T_ij; dT = dR Diag(β) in place (thread j: column j).
@@ -563,15 +542,11 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
     fill(a_op, kChunk, a);
     fill(b_op, kChunk, b);
     __syncthreads();
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      int m0, n0;
-      square_strip(u, m0, n0);
-      float acc[2][4];
-      zero(acc);
+    for_each_square_strip([&](int, int m0, int n0) {
+      float acc[2][4] = {};
       warp_product<T, kChunk>(acc, a_op, b_op, m0, n0);
       for_each_element(acc, m0, n0, store);
-    }
+    });
     __syncthreads();
   };
   // M1 = Tᵀ dT, then dA = −M1 Tᵀ on the strict lower triangle.
@@ -622,14 +597,8 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
     fill(q_op, kKeyTile, [&](int d, int j) { return j < n && key0 + d < K ? to_float(q(t0 + j, key0 + d)) : 0.f; });
     fill(g_op, kKeyTile, [&](int d, int j) { return sums.g()[j * KP + key0 + d]; });
     __syncthreads();
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      int m0, n0;
-      square_strip(u, m0, n0);
-      float acc_q[2][4], acc_k[2][4], acc_g[2][4];
-      zero(acc_q);
-      zero(acc_k);
-      zero(acc_g);
+    for_each_square_strip([&](int, int m0, int n0) {
+      float acc_q[2][4] = {}, acc_k[2][4] = {}, acc_g[2][4] = {};
       warp_product<T, kChunk>(acc_q, dp_op, k_op, m0, n0);
       warp_product<T, kChunk>(acc_k, dp_t_op, q_op, m0, n0);
       warp_product<T, kChunk>(acc_k, dx_op, k_op, m0, n0);
@@ -647,7 +616,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
           dq(t0 + i, key) = from_float<T>(dq_i);
           dk(t0 + i, key) = from_float<T>(dk_i);
         }
-    }
+    });
     __syncthreads();
   }
 }
@@ -697,33 +666,16 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
   if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = R::gamma(fwd::record_of<T, KP>(p.f, h, slot), V)[threadIdx.x];
 
   // o / scale = Diag(γ) Q S_c + P V_new, Q S_c over the key tiles.
-  float acc_o[2][2][4];
-  zero(acc_o[0]);
-  zero(acc_o[1]);
-  for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
-    fill(q_op, kChunk, [&](int i, int d) { return i < n && key0 + d < K ? to_float(q(t0 + i, key0 + d)) : 0.f; });
-    fill(s_op, kOutTileV, [&](int c, int d) {
-      return key0 + d < K && v0 + c < V ? state_at<T, KP>(p, h, slot, key0 + d, v0 + c) : 0.f;
-    });
-    __syncthreads();
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      int m0, n0;
-      square_strip(u, m0, n0);
-      warp_product<T, kKeyTile>(acc_o[u], q_op, s_op, m0, n0);
-    }
-    __syncthreads();
-  }
+  float acc_o[2][2][4] = {};
+  sum_over_key_tiles<T, KP>(
+      acc_o, q_op, s_op, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; },
+      [&](int c, int d) { return d < K && v0 + c < V ? state_at<T, KP>(p, h, slot, d, v0 + c) : 0.f; });
 
   const TokenRows<T> dv = rows_of(p.dv, b, h);
   const float scale = p.f.scale;
   const int g = threadIdx.x % 32 / 4;
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    int m0, n0;
-    square_strip(u, m0, n0);
-    float acc_v[2][4];
-    zero(acc_v);
+  for_each_square_strip([&](int u, int m0, int n0) {
+    float acc_v[2][4] = {};
     warp_product<T, kChunk>(acc_v, rt_op, dvn_op, m0, n0);
 #pragma unroll
     for (int j = 0; j < 2; ++j)
@@ -743,7 +695,7 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
         }
         prod_s[i * kPitch + c] = term;
       }
-  }
+  });
   __syncthreads();
   if (const int i = threadIdx.x; i < kChunk) {
     float s = 0.f;
