@@ -4,7 +4,7 @@
 // [B,T,H,·] in one dtype, optional fp32 initial_state and dht [B,H,K,V]; dq, dk, dv, dg, dbeta (deta) in
 // the inputs' dtype and the optional fp32 dh0. K ≤ 256, any V ≥ 1, any T ≥ 0; value heads not grouped.
 // Two grades: the fp32 grade (intermediate operands as three bf16 terms) and the io grade
-// (intermediates rounded to the input dtype, declared so that the gate judges it at io).
+// (intermediates rounded to the input dtype but on dh0's chain, declared so that the gate judges it at io).
 //
 // Workspace (stream-ordered, chunk_launch.cuh): the forward's records and states (delta_rule_chunked.cu),
 // the final state, and per (head, chunk) the backward's operands, ∂L/∂S_{c+1} and dV_new (fp32), the value
@@ -43,28 +43,28 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::int64_t parts[] = {
       aligned(copies * KP * V),                    // states_f32
       aligned(copies * kChunk * V),                // vnew_f32
-      records * Operands<T, TERMS, KP>::kWords,    // operands
+      records * Operands<T, KP>::kWords,           // operands
       aligned(records * KP * V),                   // d_states
       aligned(records * kChunk * V),               // d_vnew
       records * Sums<KP>::kWords,                  // sums
       records * kChunk * kChunk,                   // solve_t
-      aligned(records * f.out_tiles * kChunk)};    // dg_terms
+      2 * records * f.out_tiles * kChunk};         // dg_terms (fp64)
   std::int64_t floats = states + final_floats;
   for (const std::int64_t part : parts) floats += part;
 
-  const auto prepare = backward_prepare<T, TERMS, KP>;
-  const auto pass = reverse_state_pass<T, TERMS, KP>;
+  const auto prepare = backward_prepare<T, KP>;
+  const auto pass = reverse_state_pass<T, KP>;
   const auto reductions = value_reductions<T, TERMS, KP>;
   const auto gradients = chunk_gradients<T, TERMS, KP, STEP>;
   const auto values = value_gradients<T, TERMS, KP>;
   const auto decays = decay_gradients<T, KP>;
   const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
-  const std::size_t pass_smem = sizeof(float) * PassLayout<T, TERMS, KP>::kWords;
+  const std::size_t pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
   const std::size_t reductions_smem = sizeof(float) * SumLayout<T, TERMS>::kWords;
   const std::size_t gradients_smem = sizeof(float) * GradientLayout<T, TERMS>::kWords;
   const std::size_t values_smem = sizeof(float) * ValueLayout<T, TERMS>::kWords;
   constexpr std::size_t kSmemLimit = 227 * 1024;  // an H100/H200 block's opt-in shared memory
-  static_assert(sizeof(float) * PrepareLayout<T, KP>::kWords <= kSmemLimit && sizeof(float) * PassLayout<T, TERMS, KP>::kWords <= kSmemLimit &&
+  static_assert(sizeof(float) * PrepareLayout<T, KP>::kWords <= kSmemLimit && sizeof(float) * PassLayout<T, KP>::kWords <= kSmemLimit &&
                 sizeof(float) * SumLayout<T, TERMS>::kWords <= kSmemLimit && sizeof(float) * GradientLayout<T, TERMS>::kWords <= kSmemLimit &&
                 sizeof(float) * ValueLayout<T, TERMS>::kWords <= kSmemLimit);
   cudaError_t e = allow_smem(prepare, prepare_smem);
@@ -82,11 +82,12 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     float* next = workspace + states;
     f.final_state = {next, f.H * f.K * V, f.K * V, V, 1};
     next += final_floats;
-    float** const targets[] = {&f.states_f32, &f.vnew_f32, &p.operands, &p.d_states, &p.d_vnew, &p.sums, &p.solve_t, &p.dg_terms};
-    for (int i = 0; i < 8; ++i) {
+    float** const targets[] = {&f.states_f32, &f.vnew_f32, &p.operands, &p.d_states, &p.d_vnew, &p.sums, &p.solve_t};
+    for (int i = 0; i < 7; ++i) {
       *targets[i] = parts[i] > 0 ? next : nullptr;
       next += parts[i];
     }
+    p.dg_terms = reinterpret_cast<double*>(next);  // 8-byte aligned: every part before is a multiple of 4 floats
   }
   if (const Status st = fwd::enqueue_states<T, KP, STEP>(f, stream, name); !st) {
     (void)finish(name, workspace, stream);

@@ -56,6 +56,9 @@ constexpr int kSumTileV = 32;            // value columns per step of value_redu
 constexpr int kKeyTile = 64;             // keys per value_reductions block and per step of chunk_gradients
 constexpr int kOutTileV = 64;            // value columns per value_gradients block (chunk_output's tile)
 constexpr int kPitch = kChunk + 4;       // fp32 [64][kPitch] matrices: 16-byte aligned rows (the solve's loads)
+// Terms of the ∂L/∂S chain's operands (backward_prepare, reverse_state_pass) in both grades: dh0 is an
+// fp32 state whose chain compounds over the chunks, so it stays at the fp32 grade (finer than io).
+constexpr int kChainTerms = kStateTerms;
 
 template <class T>
 struct Params {
@@ -72,13 +75,14 @@ struct Params {
   float* d_vnew = nullptr;
   float* sums = nullptr;
   float* solve_t = nullptr;
-  float* dg_terms = nullptr;
+  double* dg_terms = nullptr;
 };
 
-// backward_prepare's operands of one chunk, TERMS planes: K̃ [64 rows][KP], Pᵀ [64][64], W_kᵀ and
+// backward_prepare's operands of one chunk, kChainTerms planes: K̃ [64 rows][KP], Pᵀ [64][64], W_kᵀ and
 // (Diag(γ) Q)ᵀ [KP rows][64], and P [64][64] (value_gradients' o).
-template <class T, int TERMS, int KP>
+template <class T, int KP>
 struct Operands {
+  static constexpr int TERMS = kChainTerms;
   static constexpr int kKt = operand_words<T, TERMS>(kChunk, KP);
   static constexpr int kPt = operand_words<T, TERMS>(kChunk, kChunk);
   static constexpr int kWt = operand_words<T, TERMS>(KP, kChunk);
@@ -108,9 +112,9 @@ template <class T>
 __device__ __forceinline__ std::int64_t record_index(const Params<T>& p, int h, std::int64_t slot) {
   return h * p.f.slots + slot;
 }
-template <class T, int TERMS, int KP>
-__device__ __forceinline__ Operands<T, TERMS, KP> operands_of(const Params<T>& p, int h, std::int64_t slot) {
-  return {p.operands + record_index(p, h, slot) * Operands<T, TERMS, KP>::kWords};
+template <class T, int KP>
+__device__ __forceinline__ Operands<T, KP> operands_of(const Params<T>& p, int h, std::int64_t slot) {
+  return {p.operands + record_index(p, h, slot) * Operands<T, KP>::kWords};
 }
 template <class T, int KP>
 __device__ __forceinline__ Sums<KP> sums_of(const Params<T>& p, int h, std::int64_t slot) {
@@ -183,7 +187,7 @@ struct PrepareLayout {
   static constexpr int kWords = ChunkDecays::kWords + kChunk + 2 * kChunk * kPitch + 2 * kIn;
 };
 
-template <class T, int TERMS, int KP>
+template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) {
   using L = PrepareLayout<T, KP>;
   using R = Record<T, KP>;
@@ -223,7 +227,7 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   });
   __syncthreads();
 
-  const Operands<T, TERMS, KP> out = operands_of<T, TERMS, KP>(p, h, slot);
+  const Operands<T, KP> out = operands_of<T, KP>(p, h, slot);
   const auto kt_in = operand_at<T, kStateTerms, kChunk>(R::kt(record), KP);  // K̃ᵀ [KP rows][64]
   const auto w_in = operand_at<T, kStateTerms, KP>(R::w(record), kChunk);    // W_k [64 rows][KP]
   fill(out.key_rows(), kChunk, [&](int i, int d) { return element(kt_in, d, i); });
@@ -237,9 +241,10 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
 // Shared memory (words): one A-operand buffer (K̃ and Pᵀ, then (Diag(γ) Q)ᵀ, then W_kᵀ), D as a B operand
 // [16 rows][KP], dOᵀ [16 rows][64] (input terms) and dV_newᵀ [16 rows][64], D fp32 [KP][20] and dV_new
 // fp32 [64][20].
-template <class T, int TERMS, int KP>
+template <class T, int KP>
 struct PassLayout {
-  using O = Operands<T, TERMS, KP>;
+  static constexpr int TERMS = kChainTerms;
+  using O = Operands<T, KP>;
   static constexpr int kA = O::kKt + O::kPt > O::kWt ? O::kKt + O::kPt : O::kWt;
   static constexpr int kD = operand_words<T, TERMS>(kPassTileV, KP);
   static constexpr int kDo = operand_words<T, kInputTerms<T>>(kPassTileV, kChunk);
@@ -248,10 +253,11 @@ struct PassLayout {
   static constexpr int kWords = kA + kD + kDo + kDvn + (KP + kChunk) * kPitchV;
 };
 
-template <class T, int TERMS, int KP>
+template <class T, int KP>
 __global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T> p) {
-  using L = PassLayout<T, TERMS, KP>;
-  using O = Operands<T, TERMS, KP>;
+  constexpr int TERMS = kChainTerms;
+  using L = PassLayout<T, KP>;
+  using O = Operands<T, KP>;
   using R = Record<T, KP>;
   constexpr int sp = L::kPitchV;
   constexpr int kStrips = KP / 16, kPerWarp = (kStrips + kWarps - 1) / kWarps;
@@ -282,7 +288,7 @@ __global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T
   for (std::int64_t c = pb.chunks - 1; c >= 0; --c) {
     const std::int64_t slot = pb.first_slot + c, t0 = pb.bos + c * kChunk;
     const int n = pb.length(c);
-    const O ops = operands_of<T, TERMS, KP>(p, h, slot);
+    const O ops = operands_of<T, KP>(p, h, slot);
     const float decay_last = R::gamma(fwd::record_of<T, KP>(p.f, h, slot), V)[n - 1];
     // D_{c+1}: to the workspace (value_reductions, decay_gradients) and as a B operand.
     float* const d_state = d_state_of<T, KP>(p, h, slot);
@@ -628,8 +634,9 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
 template <class T, int TERMS>
 struct ValueLayout {
   static constexpr int kMid = operand_words<T, TERMS>(kChunk, kChunk);
+  static constexpr int kP = operand_words<T, kChainTerms>(kChunk, kChunk);
   static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, kKeyTile);
-  static constexpr int kWords = 5 * kMid + kQ + kChunk * kPitch + kChunk;
+  static constexpr int kWords = 4 * kMid + kP + kQ + 2 * kChunk * kPitch + kChunk;  // the products in fp64
 };
 
 template <class T, int TERMS, int KP>
@@ -640,12 +647,12 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto rt_op = operand_at<T, TERMS, kChunk>(words, kChunk);
   const auto dvn_op = operand_at<T, TERMS, kChunk>(words + L::kMid, kOutTileV);
-  const auto p_op = operand_at<T, TERMS, kChunk>(words + 2 * L::kMid, kChunk);
-  const auto vn_op = operand_at<T, TERMS, kChunk>(words + 3 * L::kMid, kOutTileV);
-  const auto s_op = operand_at<T, TERMS, kKeyTile>(words + 4 * L::kMid, kOutTileV);
-  const auto q_op = operand_at<T, kInputTerms<T>, kKeyTile>(words + 5 * L::kMid, kChunk);
-  float* const prod_s = words + 5 * L::kMid + L::kQ;
-  float* const gamma_s = prod_s + kChunk * kPitch;
+  const auto vn_op = operand_at<T, TERMS, kChunk>(words + 2 * L::kMid, kOutTileV);
+  const auto s_op = operand_at<T, TERMS, kKeyTile>(words + 3 * L::kMid, kOutTileV);
+  const auto p_op = operand_at<T, kChainTerms, kChunk>(words + 4 * L::kMid, kChunk);
+  const auto q_op = operand_at<T, kInputTerms<T>, kKeyTile>(words + 4 * L::kMid + L::kP, kChunk);
+  double* const prod_s = reinterpret_cast<double*>(words + 4 * L::kMid + L::kP + L::kQ);  // 8-byte aligned
+  float* const gamma_s = reinterpret_cast<float*>(prod_s + kChunk * kPitch);
 
   const int out_tiles = p.f.out_tiles;
   const int tile = static_cast<int>(blockIdx.x % out_tiles);
@@ -661,7 +668,7 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
 
   fill(rt_op, kChunk, [&](int i, int j) { return solve_t[i * kChunk + j]; });
   fill(dvn_op, kOutTileV, [&](int c, int j) { return v0 + c < V ? d_vnew[std::int64_t{j} * V + v0 + c] : 0.f; });
-  copy_rows(p_op, operands_of<T, TERMS, KP>(p, h, slot).p(), 0, kChunk);
+  copy_rows(p_op, operands_of<T, KP>(p, h, slot).p(), 0, kChunk);
   fill(vn_op, kOutTileV, [&](int c, int j) { return v0 + c < V ? vnew_at<T, KP>(p, h, slot, j, v0 + c) : 0.f; });
   if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = R::gamma(fwd::record_of<T, KP>(p.f, h, slot), V)[threadIdx.x];
 
@@ -687,18 +694,18 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int i = m0 + g + 8 * (r / 2), c = n0 + 8 * j + 2 * (threadIdx.x % 4) + r % 2, col = v0 + c;
-        float term = 0.f;
+        double term = 0;  // in fp64: the identity's terms cancel where decays are strong
         if (i < n && col < V) {
           const float dv_i = acc_v[j][r];
           dv(t0 + i, col) = from_float<T>(dv_i);
-          term = fmaf(scale * acc_o[u][j][r], to_float(d_o(t0 + i, col)), -to_float(v(t0 + i, col)) * dv_i);
+          term = double(scale * acc_o[u][j][r]) * to_float(d_o(t0 + i, col)) - double(to_float(v(t0 + i, col))) * dv_i;
         }
         prod_s[i * kPitch + c] = term;
       }
   });
   __syncthreads();
   if (const int i = threadIdx.x; i < kChunk) {
-    float s = 0.f;
+    double s = 0;
     for (int c = 0; c < kOutTileV; ++c) s += prod_s[i * kPitch + c];
     p.dg_terms[(record_index(p, h, slot) * out_tiles + tile) * kChunk + i] = s;
   }
@@ -710,7 +717,7 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
 // launch split on a chunk boundary gives the same bits).
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
-  __shared__ float partial[kThreads];
+  __shared__ double partial[kThreads];
   const std::int64_t slot = blockIdx.x % p.f.slots;
   const int h = static_cast<int>(blockIdx.x / p.f.slots);
   std::int64_t b, t0, sequence;
@@ -719,13 +726,10 @@ __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
   if (!fwd::chunk_of_slot(p.f, slot, b, t0, n, &sequence, &last)) return;
   const int K = p.f.K, V = p.f.V;
   const float* const d_state = d_state_of<T, KP>(p, h, slot);
-  float s = 0.f;
-  if (last) {
-    for (int e = threadIdx.x; e < K * V; e += kThreads)
-      s = fmaf(*p.f.final_state.at(sequence, h, e / V, e % V), d_state[(e / V) * std::int64_t{V} + e % V], s);
-  } else {
-    for (int e = threadIdx.x; e < K * V; e += kThreads)
-      s = fmaf(state_at<T, KP>(p, h, slot + 1, e / V, e % V), d_state[(e / V) * std::int64_t{V} + e % V], s);
+  double s = 0;
+  for (int e = threadIdx.x; e < K * V; e += kThreads) {
+    const float state = last ? *p.f.final_state.at(sequence, h, e / V, e % V) : state_at<T, KP>(p, h, slot + 1, e / V, e % V);
+    s = fma(double(state), double(d_state[(e / V) * std::int64_t{V} + e % V]), s);
   }
   partial[threadIdx.x] = s;
   __syncthreads();
@@ -735,12 +739,12 @@ __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
   }
   if (threadIdx.x == 0) {
     const int out_tiles = p.f.out_tiles;
-    const float* const terms = p.dg_terms + record_index(p, h, slot) * out_tiles * kChunk;
+    const double* const terms = p.dg_terms + record_index(p, h, slot) * out_tiles * kChunk;
     const TokenRows<T> dg = rows_of(p.dg, b, h);
-    float acc = partial[0];
+    double acc = partial[0];
     for (int i = n - 1; i >= 0; --i) {
       for (int tile = 0; tile < out_tiles; ++tile) acc += terms[tile * kChunk + i];
-      dg(t0 + i) = from_float<T>(acc);
+      dg(t0 + i) = from_float<T>(static_cast<float>(acc));
     }
   }
 }
