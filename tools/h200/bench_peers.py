@@ -74,7 +74,7 @@ def fla_chunk_rows(gdn_T, log_linear_T):
     return rows
 
 
-def fla_backward_rows(Ts):
+def fla_backward_rows(Ts, peers=("fla-chunk-delta-rule", "fla-chunk-gla")):
     """FLA's delta-rule and GLA backward (the chunk kernels whose backward runs on Hopper with Triton 3.6):
     the backward alone (torch.autograd.grad through a recorded forward) and forward + backward, on
     gdn_inputs (DeltaNet: no g; GLA: per-channel log-decays)."""
@@ -87,6 +87,8 @@ def fla_backward_rows(Ts):
         cases = {"fla-chunk-delta-rule": (lambda q, k, v: chunk_delta_rule(q, k, v, beta, scale=D ** -0.5)[0]),
                  "fla-chunk-gla": (lambda q, k, v: chunk_gla(q, k, v, gk, scale=D ** -0.5)[0])}
         for peer, forward in cases.items():
+            if peer not in peers:
+                continue
             leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
             do = torch.randn_like(v)
             o = forward(*leaves)
@@ -160,12 +162,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--backward-only", action="store_true", help="only FLA's backward rows")
+    ap.add_argument("--backward-peers", default="fla-chunk-delta-rule,fla-chunk-gla",
+                    help="with --backward-only: the peers to time, comma-separated (chunk_gla's first call autotunes for minutes)")
     args = ap.parse_args()
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     if args.backward_only:
         import fla
         result["fla"] = getattr(fla, "__version__", "unknown")
-        result["rows"] = fla_backward_rows([2048, 8192, 32768])
+        result["rows"] = fla_backward_rows([2048, 8192, 32768], tuple(args.backward_peers.split(",")))
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)
         for r in result["rows"]:
