@@ -217,10 +217,11 @@ __device__ __forceinline__ float key_norm_squared(F k) {
 // The chunk of a head's record slot: batch entry b, first token t0, length n. False for a varlen slot
 // no sequence needs, or one of a sequence state_pass refuses (corrupt cu_seqlens whose overlapping
 // sequences need more than `slots` records: that sequence gets a NaN final state and no output).
-// Optionally the sequence's index (its states' first index) and whether the chunk is its last.
+// Optionally the sequence's index (its states' first index) and whether the chunk is its first, its last.
 template <class T>
 __device__ __forceinline__ bool chunk_of_slot(const Params<T>& p, std::int64_t slot, std::int64_t& b, std::int64_t& t0,
-                                              int& n, std::int64_t* sequence_out = nullptr, bool* last = nullptr) {
+                                              int& n, std::int64_t* sequence_out = nullptr, bool* first = nullptr,
+                                              bool* last = nullptr) {
   std::int64_t sequence = slot / (p.chunks > 0 ? p.chunks : 1), c = slot - sequence * p.chunks;
   if (p.cu_seqlens != nullptr) {
     if (slot >= p.first_slot[p.sequences]) return false;
@@ -238,6 +239,7 @@ __device__ __forceinline__ bool chunk_of_slot(const Params<T>& p, std::int64_t s
   t0 = bos + c * kChunk;
   n = static_cast<int>(eos - t0 < kChunk ? eos - t0 : kChunk);
   if (sequence_out != nullptr) *sequence_out = sequence;
+  if (first != nullptr) *first = c == 0;
   if (last != nullptr) *last = t0 + n == eos;
   return true;
 }

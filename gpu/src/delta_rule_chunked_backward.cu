@@ -45,6 +45,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
       aligned(copies * kChunk * V),                // vnew_f32
       records * Operands<T, KP>::kWords,           // operands
       aligned(records * KP * V),                   // d_states
+      aligned(f.sequences * f.H * KP * V),         // d_start
       aligned(records * kChunk * V),               // d_vnew
       records * Sums<KP>::kWords,                  // sums
       records * kChunk * kChunk,                   // solve_t
@@ -82,8 +83,8 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     float* next = workspace + states;
     f.final_state = {next, f.H * f.K * V, f.K * V, V, 1};
     next += final_floats;
-    float** const targets[] = {&f.states_f32, &f.vnew_f32, &p.operands, &p.d_states, &p.d_vnew, &p.sums, &p.solve_t};
-    for (int i = 0; i < 7; ++i) {
+    float** const targets[] = {&f.states_f32, &f.vnew_f32, &p.operands, &p.d_states, &p.d_start, &p.d_vnew, &p.sums, &p.solve_t};
+    for (int i = 0; i < 8; ++i) {
       *targets[i] = parts[i] > 0 ? next : nullptr;
       next += parts[i];
     }

@@ -16,7 +16,8 @@
 // forms W with a second solve): the same function differentiated through R instead of (T_u, T_w). KLA's
 // β = η / (‖k‖² + ε) adds dη = dβ / (‖k‖² + ε) and dk −= 2β dβ / (‖k‖² + ε) · k. The decay's gradient is
 // the chunk-local identity (reference/chunk_local_decay_gradient.h): dg_t = Σ_{s=t}^{n−1}(o_s·do_s −
-// v_s·dv_s) + ⟨S_{c+1}, D⟩, with o formed again from S_c, P and V_new.
+// v_s·dv_s) + ⟨S_{c+1}, D⟩, or from the chunk's first token's direct ⟨S_c, ∂L/∂S_c⟩ forward, whichever
+// end is nearer (decay_gradients), with o formed again from S_c, P and V_new.
 //
 // Six kernels after the forward's chunk_prepare and state pass (which leave every record, S_c and the
 // final state in the workspace): backward_prepare (per chunk, in parallel) lays out K̃, W_kᵀ, Pᵀ and
@@ -72,6 +73,7 @@ struct Params {
   // sums (Sums), Rᵀ fp32 [64][64], the decay terms [out tiles][64]; and the final state [B|N][H][K][V].
   float* operands = nullptr;
   float* d_states = nullptr;
+  float* d_start = nullptr;  // ∂L/∂S entering each sequence's first chunk (dh0), fp32 [B|N][H][KP][V]
   float* d_vnew = nullptr;
   float* sums = nullptr;
   float* solve_t = nullptr;
@@ -348,11 +350,12 @@ __global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T
     }
     __syncthreads();
   }
-  if (p.d_initial.data != nullptr)
-    for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
-      const int r = e / kPassTileV, col = col0 + e % kPassTileV;
-      if (r < K && col < V) *p.d_initial.at(pb.sequence, h, r, col) = d_s[r * sp + e % kPassTileV];
-    }
+  float* const d_start = p.d_start + (pb.sequence * p.f.H + h) * std::int64_t{KP} * V;
+  for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
+    const int r = e / kPassTileV, col = col0 + e % kPassTileV;
+    if (col < V) d_start[std::int64_t{r} * V + col] = d_s[r * sp + e % kPassTileV];
+    if (p.d_initial.data != nullptr && r < K && col < V) *p.d_initial.at(pb.sequence, h, r, col) = d_s[r * sp + e % kPassTileV];
+  }
 }
 
 // ---- value_reductions --------------------------------------------------------------------------------
@@ -712,39 +715,59 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
 }
 
 // ---- decay_gradients ---------------------------------------------------------------------------------
-// dg_t = Σ_{s=t}^{n−1} (o_s·do_s − v_s·dv_s) + ⟨S_{c+1}, D_{c+1}⟩: the seed summed by the block in a fixed
-// order, S_{c+1} in fp32 (the next chunk's S_c, or the final state after the last: the same values, so a
-// launch split on a chunk boundary gives the same bits).
+// The direct dg at a chunk's first token is ⟨S_c, D_c⟩ (S_c = S_{t0−1}, D_c = ∂L/∂S_{t0−1}: α ∂L/∂α through
+// S̃ = α S), and at the next chunk's ⟨S_{c+1}, D_{c+1}⟩; between them the identity's terms
+// o_s·do_s − v_s·dv_s step from one to the other. Token i of the chunk takes the nearer end —
+// dg = ⟨S_c, D_c⟩ − Σ_{s<i} terms_s, or Σ_{s≥i} terms_s + ⟨S_{c+1}, D_{c+1}⟩ — so that at most n/2 terms
+// cancel, and a sequence's first token gets ⟨h0, dh0⟩ (exactly 0 without an initial state). The dot
+// products are summed by the block in a fixed order, in fp64, with the states in fp32 (the last chunk's
+// S_{c+1} is the final state: the same values as a next chunk's S_c, so a launch split on a chunk boundary
+// gives the same bits).
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
-  __shared__ double partial[kThreads];
+  __shared__ double partial[2][kThreads];
   const std::int64_t slot = blockIdx.x % p.f.slots;
   const int h = static_cast<int>(blockIdx.x / p.f.slots);
   std::int64_t b, t0, sequence;
   int n;
-  bool last;
-  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n, &sequence, &last)) return;
+  bool first, last;
+  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n, &sequence, &first, &last)) return;
   const int K = p.f.K, V = p.f.V;
-  const float* const d_state = d_state_of<T, KP>(p, h, slot);
-  double s = 0;
+  const float* const d_next = d_state_of<T, KP>(p, h, slot);
+  const float* const d_here = first ? p.d_start + (sequence * p.f.H + h) * std::int64_t{KP} * V : d_state_of<T, KP>(p, h, slot - 1);
+  double start = 0, end = 0;
   for (int e = threadIdx.x; e < K * V; e += kThreads) {
-    const float state = last ? *p.f.final_state.at(sequence, h, e / V, e % V) : state_at<T, KP>(p, h, slot + 1, e / V, e % V);
-    s = fma(double(state), double(d_state[(e / V) * std::int64_t{V} + e % V]), s);
+    const int key = e / V, col = e % V;
+    const std::int64_t at = std::int64_t{key} * V + col;
+    const float next = last ? *p.f.final_state.at(sequence, h, key, col) : state_at<T, KP>(p, h, slot + 1, key, col);
+    start = fma(double(state_at<T, KP>(p, h, slot, key, col)), double(d_here[at]), start);
+    end = fma(double(next), double(d_next[at]), end);
   }
-  partial[threadIdx.x] = s;
+  partial[0][threadIdx.x] = start;
+  partial[1][threadIdx.x] = end;
   __syncthreads();
   for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    if (threadIdx.x < half) {
+      partial[0][threadIdx.x] += partial[0][threadIdx.x + half];
+      partial[1][threadIdx.x] += partial[1][threadIdx.x + half];
+    }
     __syncthreads();
   }
   if (threadIdx.x == 0) {
     const int out_tiles = p.f.out_tiles;
     const double* const terms = p.dg_terms + record_index(p, h, slot) * out_tiles * kChunk;
+    const auto term = [&](int i) {
+      double s = 0;
+      for (int tile = 0; tile < out_tiles; ++tile) s += terms[tile * kChunk + i];
+      return s;
+    };
     const TokenRows<T> dg = rows_of(p.dg, b, h);
-    double acc = partial[0];
-    for (int i = n - 1; i >= 0; --i) {
-      for (int tile = 0; tile < out_tiles; ++tile) acc += terms[tile * kChunk + i];
+    double acc = partial[1][0];
+    for (int i = n - 1; 2 * i >= n; --i) dg(t0 + i) = from_float<T>(static_cast<float>(acc += term(i)));
+    acc = partial[0][0];
+    for (int i = 0; 2 * i < n; ++i) {
       dg(t0 + i) = from_float<T>(static_cast<float>(acc));
+      acc -= term(i);
     }
   }
 }

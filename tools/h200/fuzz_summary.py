@@ -29,6 +29,13 @@ def excess_bucket(ratio):
     return "> 4×"
 
 
+def ratio_of(case):
+    """A case's worst ratio; a case without one (failed by a criterion that has no ratio, such as a
+    non-finite baseline, or skipped) counts as infinite when failed and as 0 otherwise."""
+    r = case.get("worst_ratio")
+    return r if r is not None else (0.0 if case["pass"] else float("inf"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("merged")
@@ -41,7 +48,7 @@ def main():
     ratios = collections.defaultdict(list)
     failures = [r for r in results if not r["pass"]]
     for r in results:
-        ratios[(r["kernel"], r["dtype"])].append(r["worst_ratio"])
+        ratios[(r["kernel"], r["dtype"])].append(ratio_of(r))
     table = []
     for (kernel, dtype), values in sorted(ratios.items()):
         values.sort()
@@ -51,8 +58,8 @@ def main():
                       "p999": quantile(values, 0.999), "max": values[-1]})
     by_length = collections.Counter((length_bucket(r["shape"]), r["dtype"]) for r in failures)
     cases_by_length = collections.Counter((length_bucket(r["shape"]), r["dtype"]) for r in results)
-    by_excess = collections.Counter(excess_bucket(r["worst_ratio"]) for r in failures)
-    worst = sorted(failures, key=lambda r: -r["worst_ratio"])[:20]
+    by_excess = collections.Counter(excess_bucket(ratio_of(r)) for r in failures)
+    worst = sorted(failures, key=lambda r: -ratio_of(r))[:20]
 
     out = {"tree_hash": report.get("tree_hash"), "campaign": report.get("campaign"), "summary": report.get("summary"),
            "per_kernel_dtype": table,
@@ -80,7 +87,7 @@ def main():
     lines += [f"| {k} | {n} |" for k, n in sorted(by_excess.items())]
     lines += ["", "## The 20 worst failures", ""]
     for r in worst:
-        lines.append(f"- {r['kernel']} {r['dtype']} shape {r['shape']}: {r['worst_ratio']:.3g}× "
+        lines.append(f"- {r['kernel']} {r['dtype']} shape {r['shape']}: {ratio_of(r):.3g}× "
                      f"({(r.get('errors') or [''])[0]})  \n  `{r['reproduce']}`")
     with open(a.markdown, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -447,8 +447,8 @@ fuzz2)
   $B/larc merge "$out"/fuzz_shard*.json --json "$out/fuzz.json" --markdown "$out/fuzz.md" > "$out/merge.txt" 2>&1
   echo "merge: exit $?"; tail -3 "$out/merge.txt"; cat "$out"/fuzz_shard*.txt | grep -h "runs its GPU" | sort | uniq -c
   # The merged report has a row per case (hundreds of MB): what is kept is its summary with every failure.
-  python3 tools/h200/fuzz_summary.py "$out/fuzz.json" --markdown "$out/fuzz_summary.md" --json "$out/fuzz_summary.json"
-  rm -f "$out"/fuzz.json "$out"/fuzz.md "$out"/fuzz_shard*.json
+  python3 tools/h200/fuzz_summary.py "$out/fuzz.json" --markdown "$out/fuzz_summary.md" --json "$out/fuzz_summary.json" &&
+    rm -f "$out"/fuzz.json "$out"/fuzz.md "$out"/fuzz_shard*.json  # kept when the summary fails
   ;;
 esac
 # The device tool returns at most 8 files: the reports themselves, and everything (logs, shard reports,

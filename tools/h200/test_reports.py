@@ -135,5 +135,21 @@ class SlimReport(unittest.TestCase):
                     self.assertEqual(slim["summary"], {"cases": 9})
 
 
+class FuzzSummary(unittest.TestCase):
+    def test_a_failure_without_a_ratio_counts_as_infinite_and_a_skip_as_zero(self):
+        case = {"kernel": "k", "dtype": "bf16", "shape": "1,1,1,1,1", "errors": ["dk: baseline is inf"],
+                "reproduce": "larc gate ..."}
+        report = {"tree_hash": "abc", "results": [dict(case, **{"pass": False, "worst_ratio": None}),
+                                                  dict(case, **{"pass": True, "worst_ratio": None}),
+                                                  dict(case, **{"pass": True, "worst_ratio": 0.5})]}
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            (d / "f.json").write_text(json.dumps(report))
+            subprocess.run([sys.executable, str(HERE / "fuzz_summary.py"), str(d / "f.json"), "--json", str(d / "s.json"),
+                            "--markdown", str(d / "s.md")], check=True, capture_output=True)
+            row = json.loads((d / "s.json").read_text())["per_kernel_dtype"][0]
+        self.assertEqual((row["cases"], row["failed"], row["max"]), (3, 1, float("inf")))
+
+
 if __name__ == "__main__":
     unittest.main()
