@@ -719,7 +719,8 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
 // S̃ = α S), and at the next chunk's ⟨S_{c+1}, D_{c+1}⟩; between them the identity's terms
 // o_s·do_s − v_s·dv_s step from one to the other. Token i of the chunk takes the nearer end —
 // dg = ⟨S_c, D_c⟩ − Σ_{s<i} terms_s, or Σ_{s≥i} terms_s + ⟨S_{c+1}, D_{c+1}⟩ — so that at most n/2 terms
-// cancel, and a sequence's first token gets ⟨h0, dh0⟩ (exactly 0 without an initial state). The dot
+// cancel, and a sequence's first token gets ⟨h0, dh0⟩ (exactly 0 without an initial state). A token with
+// α = 0 (g = −∞) is an anchor too: its dg is exactly 0, and the identity steps from it both ways. The dot
 // products are summed by the block in a fixed order, in fp64, with the states in fp32 (the last chunk's
 // S_{c+1} is the final state: the same values as a next chunk's S_c, so a launch split on a chunk boundary
 // gives the same bits).
@@ -761,13 +762,30 @@ __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
       for (int tile = 0; tile < out_tiles; ++tile) s += terms[tile * kChunk + i];
       return s;
     };
+    const TokenRows<const T> gate = rows_of(p.f.gate, b, h);
+    const auto resets = [&](int i) {  // α_i = 0: nothing before token i reaches the loss through it
+      const float g = to_float(gate(t0 + i));
+      return isinf(g) && g < 0.f;
+    };
     const TokenRows<T> dg = rows_of(p.dg, b, h);
-    double acc = partial[1][0];
-    for (int i = n - 1; 2 * i >= n; --i) dg(t0 + i) = from_float<T>(static_cast<float>(acc += term(i)));
-    acc = partial[0][0];
-    for (int i = 0; 2 * i < n; ++i) {
-      dg(t0 + i) = from_float<T>(static_cast<float>(acc));
-      acc -= term(i);
+    // Segments between anchors a < e (the chunk's ends and its resets): the first half from a's value
+    // forward, the rest from e's backward.
+    int a = 0;
+    double value_a = resets(0) ? 0.0 : partial[0][0];
+    while (a < n) {
+      int e = a + 1;
+      while (e < n && !resets(e)) ++e;
+      const double value_e = e < n ? 0.0 : partial[1][0];
+      double acc = value_a;
+      int i = a;
+      for (; i < e && i - a <= e - i; ++i) {
+        dg(t0 + i) = from_float<T>(static_cast<float>(acc));
+        acc -= term(i);
+      }
+      acc = value_e;
+      for (int j = e - 1; j >= i; --j) dg(t0 + j) = from_float<T>(static_cast<float>(acc += term(j)));
+      a = e;
+      value_a = 0.0;
     }
   }
 }
