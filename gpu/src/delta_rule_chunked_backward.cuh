@@ -154,6 +154,20 @@ __device__ __forceinline__ void square_strip(int u, int& m0, int& n0) {
   n0 = s / 4 * 16;
 }
 
+// This block's chunk: blockIdx.x = (h · slots + slot) · tiles + tile. False for a slot no chunk fills.
+struct ChunkBlock {
+  int h = 0, tile = 0, n = 0;
+  std::int64_t slot = 0, b = 0, t0 = 0, sequence = 0;
+  bool first = false, last = false;
+};
+template <class T>
+__device__ __forceinline__ bool chunk_block(const Params<T>& p, int tiles, ChunkBlock& c) {
+  c.tile = static_cast<int>(blockIdx.x % tiles);
+  c.slot = blockIdx.x / tiles % p.f.slots;
+  c.h = static_cast<int>(blockIdx.x / tiles / p.f.slots);
+  return fwd::chunk_of_slot(p.f, c.slot, c.b, c.t0, c.n, &c.sequence, &c.first, &c.last);
+}
+
 // f(u, m0, n0) for this warp's two strips of a 64 × 64 product.
 template <class F>
 __device__ __forceinline__ void for_each_square_strip(F f) {
@@ -202,11 +216,10 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   const auto q_op = operand_at<T, kInputTerms<T>, KP>(p_s + kChunk * kPitch, kChunk);
   const auto k_op = operand_at<T, kInputTerms<T>, KP>(p_s + kChunk * kPitch + L::kIn, kChunk);
 
-  const std::int64_t slot = blockIdx.x % p.f.slots;
-  const int h = static_cast<int>(blockIdx.x / p.f.slots);
-  std::int64_t b, t0;
-  int n;
-  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
+  ChunkBlock cb;
+  if (!chunk_block(p, 1, cb)) return;
+  const int h = cb.h, n = cb.n;
+  const std::int64_t slot = cb.slot, b = cb.b, t0 = cb.t0;
   const int K = p.f.K, V = p.f.V;
   const TokenRows<const T> q = rows_of(p.f.q, b, h / p.f.group), k = rows_of(p.f.k, b, h / p.f.group);
   const TokenRows<const T> gate = rows_of(p.f.gate, b, h);
@@ -380,12 +393,10 @@ __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) 
   const auto s_op = operand_at<T, TERMS, kSumTileV>(words + 2 * L::kIn + 2 * L::kMid, kChunk);
   const auto d_op = operand_at<T, TERMS, kSumTileV>(words + 2 * L::kIn + 3 * L::kMid, kChunk);
 
-  const int kt = static_cast<int>(blockIdx.x % p.key_tiles);
-  const std::int64_t slot = blockIdx.x / p.key_tiles % p.f.slots;
-  const int h = static_cast<int>(blockIdx.x / p.key_tiles / p.f.slots);
-  std::int64_t b, t0;
-  int n;
-  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
+  ChunkBlock cb;
+  if (!chunk_block(p, p.key_tiles, cb)) return;
+  const int h = cb.h, n = cb.n, kt = cb.tile;
+  const std::int64_t slot = cb.slot, b = cb.b, t0 = cb.t0;
   const int K = p.f.K, V = p.f.V, key0 = kt * kKeyTile;
   const bool first_tile = kt == 0;  // the 64 × 64 sums belong to the first key tile's block
   const TokenRows<const T> d_o = rows_of(p.d_o, b, h), v = rows_of(p.f.v, b, h);
@@ -469,11 +480,10 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
   float* const da_s = region2 + L::kMatrix;       // M1, then dA, then dX
   float* const dp_s = region2 + 2 * L::kMatrix;   // dP
 
-  const std::int64_t slot = blockIdx.x % p.f.slots;
-  const int h = static_cast<int>(blockIdx.x / p.f.slots);
-  std::int64_t b, t0;
-  int n;
-  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
+  ChunkBlock cb;
+  if (!chunk_block(p, 1, cb)) return;
+  const int h = cb.h, n = cb.n;
+  const std::int64_t slot = cb.slot, b = cb.b, t0 = cb.t0;
   const int K = p.f.K, V = p.f.V;
   const TokenRows<const T> q = rows_of(p.f.q, b, h / p.f.group), k = rows_of(p.f.k, b, h / p.f.group);
   const TokenRows<const T> gate = rows_of(p.f.gate, b, h), step = rows_of(p.f.step, b, h);
@@ -658,12 +668,10 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
   float* const gamma_s = reinterpret_cast<float*>(prod_s + kChunk * kPitch);
 
   const int out_tiles = p.f.out_tiles;
-  const int tile = static_cast<int>(blockIdx.x % out_tiles);
-  const std::int64_t slot = blockIdx.x / out_tiles % p.f.slots;
-  const int h = static_cast<int>(blockIdx.x / out_tiles / p.f.slots);
-  std::int64_t b, t0;
-  int n;
-  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n)) return;
+  ChunkBlock cb;
+  if (!chunk_block(p, out_tiles, cb)) return;
+  const int h = cb.h, n = cb.n, tile = cb.tile;
+  const std::int64_t slot = cb.slot, b = cb.b, t0 = cb.t0;
   const int K = p.f.K, V = p.f.V, v0 = tile * kOutTileV;
   const TokenRows<const T> q = rows_of(p.f.q, b, h / p.f.group), v = rows_of(p.f.v, b, h), d_o = rows_of(p.d_o, b, h);
   const float* const solve_t = p.solve_t + record_index(p, h, slot) * kChunk * kChunk;
@@ -727,12 +735,11 @@ __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
   __shared__ double partial[2][kThreads];
-  const std::int64_t slot = blockIdx.x % p.f.slots;
-  const int h = static_cast<int>(blockIdx.x / p.f.slots);
-  std::int64_t b, t0, sequence;
-  int n;
-  bool first, last;
-  if (!fwd::chunk_of_slot(p.f, slot, b, t0, n, &sequence, &first, &last)) return;
+  ChunkBlock cb;
+  if (!chunk_block(p, 1, cb)) return;
+  const int h = cb.h, n = cb.n;
+  const std::int64_t slot = cb.slot, b = cb.b, t0 = cb.t0, sequence = cb.sequence;
+  const bool first = cb.first, last = cb.last;
   const int K = p.f.K, V = p.f.V;
   const float* const d_next = d_state_of<T, KP>(p, h, slot);
   const float* const d_here = first ? p.d_start + (sequence * p.f.H + h) * std::int64_t{KP} * V : d_state_of<T, KP>(p, h, slot - 1);
