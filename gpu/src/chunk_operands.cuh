@@ -426,6 +426,10 @@ struct ChunkDecays {
   __device__ float ratio(int i, int j, int n) const {
     return j <= i && i < n && reset[i] <= j ? exp_rounded_once(static_cast<float>(log_decay[i] - log_decay[j])) : 0.f;
   }
+  // Γ into out [64][pitch] (row i, column j; zero above the diagonal and past n), by the whole block.
+  __device__ void fill_ratios(float* out, int pitch, int n) const {
+    for (int e = threadIdx.x; e < 64 * 64; e += kBlockThreads) out[e / 64 * pitch + e % 64] = ratio(e / 64, e % 64, n);
+  }
   // γ_i = Π_{r≤i} a_r (0 past n).
   __device__ float from_start(int i, int n) const {
     return i < n && reset[i] < 0 ? exp_rounded_once(static_cast<float>(log_decay[i])) : 0.f;

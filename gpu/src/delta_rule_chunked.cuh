@@ -333,8 +333,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   }
   __syncthreads();
 
-  for (int e = threadIdx.x; e < kChunk * kChunk; e += kThreads)
-    ratio_s[e / kChunk * cp + e % kChunk] = decays.ratio(e / kChunk, e % kChunk, n);
+  decays.fill_ratios(ratio_s, cp, n);
   if (threadIdx.x < kChunk) {
     const int i = threadIdx.x;
     const float gamma = decays.from_start(i, n);

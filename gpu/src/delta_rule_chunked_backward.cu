@@ -59,15 +59,13 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const auto gradients = chunk_gradients<T, TERMS, KP, STEP>;
   const auto values = value_gradients<T, TERMS, KP>;
   const auto decays = decay_gradients<T, KP>;
-  const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
-  const std::size_t pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
-  const std::size_t reductions_smem = sizeof(float) * SumLayout<T, TERMS>::kWords;
-  const std::size_t gradients_smem = sizeof(float) * GradientLayout<T, TERMS>::kWords;
-  const std::size_t values_smem = sizeof(float) * ValueLayout<T, TERMS>::kWords;
-  constexpr std::size_t kSmemLimit = 227 * 1024;  // an H100/H200 block's opt-in shared memory
-  static_assert(sizeof(float) * PrepareLayout<T, KP>::kWords <= kSmemLimit && sizeof(float) * PassLayout<T, KP>::kWords <= kSmemLimit &&
-                sizeof(float) * SumLayout<T, TERMS>::kWords <= kSmemLimit && sizeof(float) * GradientLayout<T, TERMS>::kWords <= kSmemLimit &&
-                sizeof(float) * ValueLayout<T, TERMS>::kWords <= kSmemLimit);
+  constexpr std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
+  constexpr std::size_t pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
+  constexpr std::size_t reductions_smem = sizeof(float) * SumLayout<T, TERMS>::kWords;
+  constexpr std::size_t gradients_smem = sizeof(float) * GradientLayout<T, TERMS>::kWords;
+  constexpr std::size_t values_smem = sizeof(float) * ValueLayout<T, TERMS>::kWords;
+  static_assert(std::max({prepare_smem, pass_smem, reductions_smem, gradients_smem, values_smem}) <= 227 * 1024,
+                "every layout fits a block's opt-in shared memory (H100/H200: 227 KB)");
   cudaError_t e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
   if (e == cudaSuccess) e = allow_smem(reductions, reductions_smem);

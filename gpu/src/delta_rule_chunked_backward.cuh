@@ -70,7 +70,7 @@ struct Params {
   Strided<float> d_initial;  // optional dh0
   int key_tiles = 0;         // KP / kKeyTile
   // Workspace, per (head, slot): operands (Operands), D_{c+1} fp32 [KP][V], dV_new fp32 [64][V], the value
-  // sums (Sums), Rᵀ fp32 [64][64], the decay terms [out tiles][64]; and the final state [B|N][H][K][V].
+  // sums (Sums), Rᵀ fp32 [64][64], the decay terms fp64 [out tiles][64]; per sequence and head d_start.
   float* operands = nullptr;
   float* d_states = nullptr;
   float* d_start = nullptr;  // ∂L/∂S entering each sequence's first chunk (dh0), fp32 [B|N][H][KP][V]
@@ -147,13 +147,6 @@ __device__ __forceinline__ float vnew_at(const Params<T>& p, int h, std::int64_t
     return element(operand_at<T, kOutputTerms, kChunk>(Record<T, KP>::vn(fwd::record_of<T, KP>(p.f, h, slot), p.f.V), p.f.V), col, i);
 }
 
-// The block's persistent 16 × 16 strips of a 64 × 64 product: strip u (0, 1) of this warp at (m0, n0).
-__device__ __forceinline__ void square_strip(int u, int& m0, int& n0) {
-  const int s = threadIdx.x / 32 + kWarps * u;
-  m0 = s % 4 * 16;
-  n0 = s / 4 * 16;
-}
-
 // This block's chunk: blockIdx.x = (h · slots + slot) · tiles + tile. False for a slot no chunk fills.
 struct ChunkBlock {
   int h = 0, tile = 0, n = 0;
@@ -168,14 +161,14 @@ __device__ __forceinline__ bool chunk_block(const Params<T>& p, int tiles, Chunk
   return fwd::chunk_of_slot(p.f, c.slot, c.b, c.t0, c.n, &c.sequence, &c.first, &c.last);
 }
 
-// f(u, m0, n0) for this warp's two strips of a 64 × 64 product.
+// f(u, m0, n0) for this warp's two 16 × 16 strips (u = 0, 1) of a 64 × 64 product: the same strips in
+// every call, so accumulators indexed by u persist across calls.
 template <class F>
 __device__ __forceinline__ void for_each_square_strip(F f) {
 #pragma unroll
   for (int u = 0; u < 2; ++u) {
-    int m0, n0;
-    square_strip(u, m0, n0);
-    f(u, m0, n0);
+    const int s = threadIdx.x / 32 + kWarps * u;
+    f(u, s % 4 * 16, s / 4 * 16);
   }
 }
 
@@ -232,7 +225,7 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   __syncthreads();
   if (threadIdx.x == 0) decays.form([&](int i) { return gate_s[i]; }, n);
   __syncthreads();
-  for (int e = threadIdx.x; e < kChunk * kChunk; e += kThreads) ratio_s[e / kChunk * kPitch + e % kChunk] = decays.ratio(e / kChunk, e % kChunk, n);
+  decays.fill_ratios(ratio_s, kPitch, n);
   __syncthreads();
   for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
     float acc[2][4];
@@ -293,11 +286,13 @@ __global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T
   const std::int64_t b = p.f.cu_seqlens != nullptr ? 0 : pb.sequence;
   const TokenRows<const T> d_o = rows_of(p.d_o, b, h);
   const float scale = p.f.scale;
-  for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
-    const int r = e / kPassTileV, col = col0 + e % kPassTileV;
-    d_s[r * sp + e % kPassTileV] =
-        p.d_final.data != nullptr && r < K && col < V ? *p.d_final.at(pb.sequence, h, r, col) : 0.f;
-  }
+  // f(r, col, D's element) over this block's tile of D: KP rows, kPassTileV columns from col0.
+  const auto for_each_d = [&](auto f) {
+    for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) f(e / kPassTileV, col0 + e % kPassTileV, d_s[e / kPassTileV * sp + e % kPassTileV]);
+  };
+  for_each_d([&](int r, int col, float& d) {
+    d = p.d_final.data != nullptr && r < K && col < V ? *p.d_final.at(pb.sequence, h, r, col) : 0.f;
+  });
   __syncthreads();
 
   for (std::int64_t c = pb.chunks - 1; c >= 0; --c) {
@@ -307,10 +302,9 @@ __global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T
     const float decay_last = R::gamma(fwd::record_of<T, KP>(p.f, h, slot), V)[n - 1];
     // D_{c+1}: to the workspace (value_reductions, decay_gradients) and as a B operand.
     float* const d_state = d_state_of<T, KP>(p, h, slot);
-    for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
-      const int r = e / kPassTileV, col = col0 + e % kPassTileV;
-      if (col < V) d_state[std::int64_t{r} * V + col] = d_s[r * sp + e % kPassTileV];
-    }
+    for_each_d([&](int r, int col, float d) {
+      if (col < V) d_state[std::int64_t{r} * V + col] = d;
+    });
     fill(d_op, kPassTileV, [&](int col, int r) { return d_s[r * sp + col]; });
     fill(do_op, kPassTileV, [&](int col, int i) { return i < n && col0 + col < V ? to_float(d_o(t0 + i, col0 + col)) : 0.f; });
     copy_rows(key_rows_op, ops.key_rows(), 0, kChunk);
@@ -364,11 +358,11 @@ __global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T
     __syncthreads();
   }
   float* const d_start = p.d_start + (pb.sequence * p.f.H + h) * std::int64_t{KP} * V;
-  for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
-    const int r = e / kPassTileV, col = col0 + e % kPassTileV;
-    if (col < V) d_start[std::int64_t{r} * V + col] = d_s[r * sp + e % kPassTileV];
-    if (p.d_initial.data != nullptr && r < K && col < V) *p.d_initial.at(pb.sequence, h, r, col) = d_s[r * sp + e % kPassTileV];
-  }
+  for_each_d([&](int r, int col, float d) {
+    if (col >= V) return;
+    d_start[std::int64_t{r} * V + col] = d;
+    if (p.d_initial.data != nullptr && r < K) *p.d_initial.at(pb.sequence, h, r, col) = d;
+  });
 }
 
 // ---- value_reductions --------------------------------------------------------------------------------
@@ -507,7 +501,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
   __syncthreads();
   if (threadIdx.x == 0) decays.form([&](int i) { return gate_s[i]; }, n);
   __syncthreads();
-  for (int e = threadIdx.x; e < kChunk * kChunk; e += kThreads) ratio_s[e / kChunk * kPitch + e % kChunk] = decays.ratio(e / kChunk, e % kChunk, n);
+  decays.fill_ratios(ratio_s, kPitch, n);
   if (const int i = threadIdx.x; i < kChunk) to_end_s[i] = decays.ratio(n - 1, i, n);
 
   // X = K Kᵀ over the key tiles; A = StrictLower(Diag(β) X ⊙ Γ) into t_s (the forward's A).

@@ -12,7 +12,6 @@
 #include <optional>
 
 #include "larc/common/mechanism_constants.h"
-#include "larc/reference/chunk_local_decay_gradient.h"
 #include "larc/reference/delta_rule_backward_batched.h"
 #include "larc/reference/delta_rule_fla_front_ends.h"
 #include "mechanism_support.h"

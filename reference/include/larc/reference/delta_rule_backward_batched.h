@@ -19,13 +19,12 @@ struct BatchedGradients {
   Tensor<S> d_initial_state;   // [B, H, d_k, d_v]
 };
 
-// How a head's gradients are formed: the adjoint of serial (checkpointed every `checkpoint` tokens, dβ
-// in `step_gradient`'s form, dg = α ⊙ dα), or, given `chunk`, chunked_backward at that chunk size with
-// `ops` (dg in the chunk-local identity form).
+// How a head's gradients are formed: the adjoint of serial (checkpointed every `checkpoint` tokens,
+// dg = α ⊙ dα), or, given `chunk`, chunked_backward at that chunk size with `ops` (dg in the chunk-local
+// identity form).
 template <class S>
 struct BackwardForm {
   Eigen::Index checkpoint = 64;
-  StepGradient step_gradient = StepGradient::direct;
   std::optional<Eigen::Index> chunk;
   MatmulOperands<S> ops;
 };
@@ -34,7 +33,7 @@ struct BackwardForm {
 template <class S>
 ChunkedGradients<S> gradients_in_form(const Problem<S>& p, const Cotangents<S>& c, const BackwardForm<S>& form) {
   if (form.chunk) return chunked_backward(p, c, *form.chunk, form.ops);
-  Gradients<S> g = backward(p, c, form.checkpoint, form.step_gradient);
+  Gradients<S> g = backward(p, c, form.checkpoint);
   Vec<S> dg = log_decay_gradient(p.alpha, g.dalpha);
   return {std::move(g), std::move(dg)};
 }
