@@ -79,6 +79,18 @@ constexpr int kPrefillChunk = 2048 / KMAX;  // tokens staged per chunk over sequ
 template <int KMAX, int CHUNK>
 using GeometryFor = Geometry<KMAX, CHUNK == 1 ? 4 : 8>;
 
+// How a launch is ordered after the work before it on its stream. `stream`: the ordinary full
+// dependency. `programmatic`: the kernel may be a programmatic dependent launch (PDL) of the launch
+// before it — a decode step of a graph of steps on one state (delta_rule_decode_graph.cu) — and start
+// while that step is still running: it signals its own dependents at once
+// (cudaTriggerProgrammaticLaunchCompletion, which only lets them be scheduled; they still wait for
+// this grid's completion and memory flush before reading what it writes), loads its token's inputs,
+// and only then waits (cudaGridDependencySynchronize: every prerequisite grid completed and its writes
+// visible) before its first read of a state and its first global write of any kind. Launched without
+// the PDL attribute, the wait returns at once. A caller must keep the inputs (q, k, v, gates,
+// cu_seqlens) apart from every step's outputs: they are the only memory read before the wait.
+enum class Dependency { stream, programmatic };
+
 template <class T>
 struct Params {
   Strided<const T> q, k, v;
@@ -277,12 +289,15 @@ __device__ __forceinline__ void store_column(float* column, std::int64_t row_str
   }
 }
 
-template <class Pol, class T, int KMAX, int CHUNK>
+template <class Pol, class T, int KMAX, int CHUNK, Dependency DEP = Dependency::stream>
 __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
   using G = GeometryFor<KMAX, CHUNK>;
   constexpr int R = G::rows;
+  constexpr bool programmatic = DEP == Dependency::programmatic;
+  static_assert(!programmatic || CHUNK == 1, "programmatic launches are decode steps");
   extern __shared__ float4 smem_vec[];
   float* const smem = reinterpret_cast<float*>(smem_vec);
+  if constexpr (programmatic) cudaTriggerProgrammaticLaunchCompletion();  // scheduling only: see Dependency
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int group = lane / G::cols_per_warp;  // row group: rows row0 .. row0 + R − 1
@@ -312,9 +327,26 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
     bos = offset(n);
     eos = offset(n + 1);
     if (!(0 <= bos && bos <= eos && eos <= p.tokens)) {  // a corrupt cu_seqlens: flag it, touch nothing else
+      if constexpr (programmatic) cudaGridDependencySynchronize();  // before the first write
       if (final_col != nullptr) store_column<R>(final_col, p.final_state.s2, rows_in, nullptr);
       return;
     }
+  }
+
+  const SequenceInputs<T> in{rows_of(p.q, b, h / p.group), rows_of(p.k, b, h / p.group), rows_of(p.v, b, h), rows_of(p.gate, b, h),
+                             rows_of(p.step, b, h), K, V};
+  const TokenRows<T> out_rows = rows_of(p.o, b, h);
+  const int capacity = p.capacity;
+  const float scale = p.scale, eps = p.eps;
+  const std::int64_t length = eos - bos;
+  const int buffer_floats = staging_floats<Pol, G>(capacity);
+  const int first = static_cast<int>(length < capacity ? length : capacity);  // tokens of the first chunk
+  ChunkLoader<Pol, T, KMAX, CHUNK> loader;
+  if constexpr (programmatic) {
+    // The token's inputs are never written by a step, so their loads may overlap the step before;
+    // the state (read just below) and every output only after it has completed.
+    if (length > 0) loader.load(in, bos, first, tile);
+    cudaGridDependencySynchronize();
   }
 
   float S[R];  // rows row0 .. row0 + R − 1 of column col
@@ -335,17 +367,8 @@ __global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
     for (int j = 0; j < R; ++j) z[j] = initial_z != nullptr && row0 + j < K ? initial_z[row0 + j] : 0.f;
   }
 
-  const SequenceInputs<T> in{rows_of(p.q, b, h / p.group), rows_of(p.k, b, h / p.group), rows_of(p.v, b, h), rows_of(p.gate, b, h),
-                             rows_of(p.step, b, h), K, V};
-  const TokenRows<T> out_rows = rows_of(p.o, b, h);
-  const int capacity = p.capacity;
-  const float scale = p.scale, eps = p.eps;
-  const std::int64_t length = eos - bos;
-  const int buffer_floats = staging_floats<Pol, G>(capacity);
-  ChunkLoader<Pol, T, KMAX, CHUNK> loader;
   if (length > 0) {
-    const int first = static_cast<int>(length < capacity ? length : capacity);
-    loader.load(in, bos, first, tile);
+    if constexpr (!programmatic) loader.load(in, bos, first, tile);
     loader.store(staged_at<Pol, G>(smem, capacity), K, scale, first);
     __syncthreads();
   }
