@@ -83,6 +83,7 @@ inline Kernel vla_entry(std::string name, std::string description, std::vector<D
 }
 
 void append_delta_rule_kernels(std::vector<Kernel>& out);  // delta_rule_fused.cu: la, la-ratio, deltanet, gdn, kla, gla
+void append_delta_rule_decode_graph_kernels(std::vector<Kernel>& out);  // delta_rule_decode_graph.cu: la, deltanet, gdn, kla, gla -decode-graph
 void append_log_linear_kernels(std::vector<Kernel>& out);  // log_linear_fused.cu: log-linear, log-linear-gdn
 void append_hla_kernels(std::vector<Kernel>& out);  // hla_fused.cu: hla, hla-normalized, ahla
 void append_vla_kernels(std::vector<Kernel>& out);  // vla_fused.cu: vla

@@ -7,6 +7,7 @@ const std::vector<Kernel>& kernels() {
   static const std::vector<Kernel> all = [] {
     std::vector<Kernel> out;
     detail::append_delta_rule_kernels(out);
+    detail::append_delta_rule_decode_graph_kernels(out);
     detail::append_log_linear_kernels(out);
     detail::append_hla_kernels(out);
     detail::append_vla_kernels(out);
