@@ -3,7 +3,12 @@
 //   prefill: B = 1, H = 16, D = 128, T ∈ {2k, 8k, 32k} (VLA: 2^10 .. 2^17; chunked kernels: 2k, 8k,
 //            32k, 64k, 128k), bf16, outputs only (no final state);
 //   decode:  T = 1, batch × heads ∈ {16, 132, 1024} (B = batch × heads, H = 1), fp32 state in and out,
-//            for kernels that take an initial state; the time per launch of 32 back-to-back launches.
+//            for kernels that take an initial state; the time per launch of 32 back-to-back launches;
+//   decode-graph, decode-steps (the *-decode-graph kernels' mechanisms): the same steps, 32 of them
+//            captured into one CUDA graph with programmatic dependent launches (larc/gpu/decode_graph.h)
+//            and replayed, the time per step: decode-graph on the decode rows' rotated copies (only the
+//            launch path differs from theirs), decode-steps as a real multi-step decode — every step its
+//            own inputs, one state updated in place, which stays in L2 between steps where it fits.
 // Inputs are made on the device (fill_uniform) in several copies that the iterations rotate through,
 // so no iteration finds its inputs in the 50 MB L2 left by the previous one. Each row carries the
 // bytes a launch must move at least (inputs read once, outputs written once), so the report can
@@ -13,9 +18,11 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "larc/gpu/api.h"
+#include "larc/gpu/decode_graph.h"
 #include "larc/harness/mechanism.h"
 
 namespace {
@@ -119,6 +126,59 @@ void run(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, bool deco
   state.SetLabel(k->name + (decode ? " decode" : " prefill"));
 }
 
+// The decode-graph rows: kGraphSteps steps of one graph per replay.
+constexpr int kGraphSteps = 32;
+enum class GraphSteps { rotated, one_state };
+
+void run_graph(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, GraphSteps steps) {
+  if (!larc::gpu::query_devices().present) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  Workload w = make_workload(*k, s, true);
+  if (w.error.empty()) w.error = larc::gpu::synchronize().message;
+  if (!w.error.empty()) {
+    state.SkipWithError(w.error.c_str());
+    return;
+  }
+  // Step i is a decode row's launch i: on rotated copy i, or (one_state) on its inputs and outputs but
+  // with copy 0's initial state as every step's state, read and written in place.
+  const larc::gpu::TensorView shared = w.sets[0].args.inputs.at("initial_state");
+  std::vector<larc::gpu::LaunchArgs> args;
+  for (int i = 0; i < kGraphSteps; ++i) {
+    larc::gpu::LaunchArgs a = w.sets[static_cast<std::size_t>(i) % w.sets.size()].args;
+    if (steps == GraphSteps::one_state) {
+      a.inputs["initial_state"] = shared;
+      a.outputs["final_state"] = shared;
+    }
+    args.push_back(std::move(a));
+  }
+  larc::gpu::Status st;
+  const larc::gpu::DecodeGraph graph = larc::gpu::DecodeGraph::capture(k->mechanism, args, st);
+  auto replay = [&] { return graph.replay(nullptr); };
+  for (int i = 0; i < 2 && st; ++i) st = replay();  // warm-up
+  if (st) st = larc::gpu::synchronize();
+  if (!st) {
+    state.SkipWithError(st.message.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    float ms = 0;
+    st = larc::gpu::time_on_stream(replay, nullptr, 0, 1, &ms);
+    if (!st) {
+      state.SkipWithError(st.message.c_str());
+      return;
+    }
+    state.SetIterationTime(ms / kGraphSteps / 1e3);
+  }
+  state.counters["T"] = 1;
+  state.counters["B"] = static_cast<double>(s.B);
+  state.counters["H"] = static_cast<double>(s.H);
+  state.counters["D"] = static_cast<double>(s.K);
+  state.counters["bytes"] = static_cast<double>(w.bytes_per_launch);
+  state.SetLabel(k->name + (steps == GraphSteps::rotated ? " decode-graph" : " decode-steps"));
+}
+
 bool takes(const larc::gpu::Kernel& k, const Shape& s) {
   bool bf16 = false;
   for (Dtype d : k.dtypes) bf16 = bf16 || d == Dtype::bf16;
@@ -130,6 +190,20 @@ bool takes(const larc::gpu::Kernel& k, const Shape& s) {
 
 void register_all() {
   for (const larc::gpu::Kernel& k : larc::gpu::kernels()) {
+    // A *-decode-graph kernel's launch captures a graph of its T tokens: its mechanism's graph rows
+    // capture once and replay, and it has no rows of its own.
+    if (k.name.ends_with("-decode-graph")) {
+      for (std::int64_t bh : {16, 132, 1024})
+        for (const GraphSteps steps : {GraphSteps::rotated, GraphSteps::one_state}) {
+          const char* kind = steps == GraphSteps::rotated ? "/decode-graph/BH=" : "/decode-steps/BH=";
+          benchmark::RegisterBenchmark((k.name + kind + std::to_string(bh)).c_str(), run_graph, &k,
+                                       Shape{bh, 1, 1, 128, 128}, steps)
+              ->UseManualTime()
+              ->Unit(benchmark::kMicrosecond)
+              ->Iterations(200);  // × 32 steps each
+        }
+      continue;
+    }
     // VLA-C10 (SPEC §1) places VLA's crossover with softmax attention near 43,000 tokens: VLA kernels
     // (vla-chunked too: its target is to beat SDPA from 16k) are timed over 2^10 .. 2^17 tokens; the
     // other chunked kernels at FLA's chunk GDN anchor lengths (../shared/anchors/README.md)

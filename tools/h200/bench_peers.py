@@ -164,8 +164,23 @@ def main():
     ap.add_argument("--backward-only", action="store_true", help="only FLA's backward rows")
     ap.add_argument("--backward-peers", default="fla-chunk-delta-rule,fla-chunk-gla",
                     help="with --backward-only: the peers to time, comma-separated (chunk_gla's first call autotunes for minutes)")
+    ap.add_argument("--decode-only", action="store_true",
+                    help="only the copy bandwidth and FLA's decode rows (kernels_run.sh decode-bench)")
     args = ap.parse_args()
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    if args.decode_only:
+        result["copy_bandwidth_GBps"] = copy_bandwidth_gbs()
+        try:
+            import fla
+            result["fla"] = getattr(fla, "__version__", "unknown")
+            result["rows"] = fla_rows([], [16, 132, 1024])
+        except Exception as e:  # a missing or broken FLA is reported, not hidden
+            result["fla_error"] = repr(e)[:300]
+            result["rows"] = []
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"copy bandwidth {result['copy_bandwidth_GBps']:.0f} GB/s; {len(result['rows'])} FLA decode rows")
+        return
     if args.backward_only:
         import fla
         result["fla"] = getattr(fla, "__version__", "unknown")

@@ -16,7 +16,8 @@ if [ "${LARC_BUNDLE_CPU:-0}" = 1 ]; then
   build=build-static-cpu cuda=OFF targets=(larc)
 else
   build=build-static cuda=ON
-  targets=(larc gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_kernels_bench)
+  targets=(larc gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_decode_graph_test
+           gpu_kernels_bench)
 fi
 # LARC_BUNDLE_TARGETS="larc gpu_kernels_test ..." packs those programs alone, without the Python package: every
 # program holds every kernel, so the whole set with the tracked tree passes the device tool's 64 MiB carry

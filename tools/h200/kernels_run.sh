@@ -22,6 +22,8 @@
 #   tools/h200/kernels_run.sh backward  # the backward kernels: GPU tests, the gradient gate, compute-sanitizer
 #     (BACKWARD_TESTS=GTEST_FILTER picks the GPU tests; with KERNELS=chunked-backward, the new kernels' alone)
 #   tools/h200/kernels_run.sh backward-bench  # the backward kernels' speed beside their forwards and FLA's backward
+#   tools/h200/kernels_run.sh decode-bench  # the decode rows alone: one launch a step, decode-graph and
+#     decode-steps (DECODE_FILTER, a --benchmark_filter regex, picks others), the copy bandwidth, FLA's decode (< 3 min)
 # KERNELS=REGEX limits every mode to the kernels whose names match.
 set -u
 mode=${1:-check}
@@ -43,7 +45,7 @@ gpu_subjects() {
 subject_args=(); for s in $(gpu_subjects); do subject_args+=(--subject "$s"); done
 
 run_tests() {
-  for t in gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test; do
+  for t in gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_decode_graph_test; do
     [ -x $B/$t ] || continue
     timeout 300 $B/$t --gtest_output=xml:"$out/$t.xml" > "$out/$t.log" 2>&1
     echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.log" | tr '\n' ' ')"
@@ -433,6 +435,21 @@ backward-bench)
   python3 tools/h200/bench_backward.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
     --tree-hash "$LARC_TREE_HASH" --markdown "$out/bench.md" --json "$out/bench.json"
   cat "$out/bench.md"
+  ;;
+decode-bench)
+  # The decode target's rows (bench_report.py DECODE_KINDS): each fused recurrent kernel's one-launch step and
+  # its multi-step decode graph (docs/gpu-kernels/delta-rule.md, "Multi-step decode"), beside FLA's decode step.
+  LD_LIBRARY_PATH=$B/lib timeout 150 $B/gpu_kernels_bench \
+    --benchmark_filter="${DECODE_FILTER:-^(la|deltanet|gdn|kla|gla)-fused-recurrent(-decode-graph)?/decode}" \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_format=json \
+    --benchmark_out="$out/bench_kernels.json" > "$out/bench_kernels.txt" 2>&1
+  echo "bench: exit $?"
+  install_fla
+  PYTHONPATH=/tmp/site timeout 120 python3 tools/h200/bench_peers.py --decode-only --out "$out/bench_peers.json" \
+    > "$out/bench_peers.txt" 2>&1
+  echo "peers: exit $?"; tail -3 "$out/bench_peers.txt"
+  python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
+    --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" | tail -70
   ;;
 fuzz2)
   # One campaign over every GPU kernel, sharded through the shard environment (GTEST_SHARD_INDEX /

@@ -22,6 +22,12 @@ def peer(name, T, ms):
     return {"peer": name, "kind": "prefill", "T": T, "B": 1, "H": 16, "D": 128, "ms": ms}
 
 
+def decode_row(kernel, kind, bh, ms, nbytes):
+    name = f"{kernel}/{kind}/BH={bh}/manual_time"
+    return {"name": name + "_median", "run_name": name, "aggregate_name": "median", "time_unit": "us",
+            "real_time": ms * 1e3, "T": 1, "B": bh, "H": 1, "D": 128, "bytes": nbytes}
+
+
 class BenchReport(unittest.TestCase):
     def run_report(self, rows, peers, bounds=None):
         with tempfile.TemporaryDirectory() as d:
@@ -79,6 +85,27 @@ class BenchReport(unittest.TestCase):
         _, md = self.run_report(rows[:1], peers[:1])
         self.assertIn("worst 1.10× at T = 8192 — met", md)
 
+    def test_decode_target_is_judged_per_decode_kind_with_the_l2_caveat(self):
+        # 17.3 MB a step at B×H = 132: 0.0068 ms is 63.6% of 4000 GB/s, 0.0094 ms 46%.
+        step = 17.3e6
+        rows = [decode_row("gdn-fused-recurrent", "decode", 132, 0.0094, step),
+                decode_row("gdn-fused-recurrent", "decode", 16, 0.006, step / 8.25),
+                decode_row("gdn-fused-recurrent-decode-graph", "decode-graph", 132, 0.0068, step),
+                decode_row("gdn-fused-recurrent-decode-graph", "decode-steps", 132, 0.0050, step),
+                decode_row("gdn-fused-recurrent-decode-graph", "decode-steps", 1024, 0.1, step * 1024 / 132)]
+        peers = [dict(peer("fla-fused-recurrent-gdn", 1, 0.04), kind="decode", B=132, H=1)]
+        report, md = self.run_report(rows, peers)
+        self.assertIn("- Decode ≥ 60% of the bandwidth floor at batch×heads ≥ 132: worst 46.0% "
+                      "(gdn-fused-recurrent, B×H = 132) — NOT met.", md)
+        self.assertIn("- Decode (decode-graph: 32 steps replayed from one CUDA graph with programmatic dependent launches, "
+                      "on rotated copies) ≥ 60% of the bandwidth floor at batch×heads ≥ 132: worst 63.6% "
+                      "(gdn-fused-recurrent-decode-graph, B×H = 132) — met.", md)
+        # decode-steps: the worst of B×H = 132 (86.5%) and 1024 (33.5%).
+        self.assertIn("(gdn-fused-recurrent-decode-graph, B×H = 1024) — NOT met.\n  Caveat: decode-steps keeps one state", md)
+        self.assertIn("| gdn-fused-recurrent-decode-graph | decode-steps | 1 | 132 |", md)
+        graph = [r for r in report["rows"] if r["kind"] == "decode-graph"][0]
+        self.assertEqual(graph["peer"], "fla-fused-recurrent-gdn")  # FLA's one-launch decode step
+        self.assertAlmostEqual(graph["speedup"], 0.04 / 0.0068)
 
     def test_bounds_are_printed_for_the_targets_not_met_only(self):
         rows = [bench_row("gdn-chunked", 32768, 2.0), bench_row("log-linear-chunked", 65536, 10.0)]
