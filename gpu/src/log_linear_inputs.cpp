@@ -5,7 +5,7 @@
 
 namespace larc::gpu::detail {
 
-LogLinearInputs validate_log_linear(Validator& v, const LaunchArgs& args, bool gdn, std::int64_t max_T) {
+LogLinearInputs validate_log_linear(Validator& v, const LaunchArgs& args, bool gdn, std::int64_t max_T, LogLinearPass pass) {
   LogLinearInputs in;
   in.dtype = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const char* qk = gdn ? "BTHK" : "BT1K";
@@ -15,12 +15,27 @@ LogLinearInputs validate_log_linear(Validator& v, const LaunchArgs& args, bool g
   in.g = v.input("g", "BTH", in.dtype);
   if (gdn) in.beta = v.input("beta", "BTH", in.dtype);
   in.level_scales = v.input("level_scales", "BTHL", in.dtype);
-  in.o = v.output("o", "BTHV", in.dtype);
+  if (pass == LogLinearPass::forward) {
+    in.o = v.output("o", "BTHV", in.dtype);
+  } else {
+    in.d_o = v.input("do", "BTHV", in.dtype);
+    in.dq = v.output("dq", qk, in.dtype);
+    in.dk = v.output("dk", qk, in.dtype);
+    in.dv = v.output("dv", "BTHV", in.dtype);
+    in.dg = v.output("dg", "BTH", in.dtype);
+    in.dlevel_scales = v.output("dlevel_scales", "BTHL", in.dtype);
+    if (gdn) in.dbeta = v.output("dbeta", "BTH", in.dtype);
+    in.dinitial_level_states = v.output("dinitial_level_states", "BHLKV", Dtype::fp32, true);
+  }
   // The mechanisms have no state in or out: a carried state would be the whole level stack and the
-  // token count, which no tensor of theirs holds.
+  // token count, which no tensor of theirs holds. The mechanisms' own start (a sequence continued after
+  // t0 tokens) is not taken either.
   v.require(!args.inputs.contains("initial_state"),
             "takes no 'initial_state' (log-linear attention carries a Fenwick stack of level states)");
   v.require(!args.outputs.contains("final_state"), "writes no 'final_state' (the mechanism outputs o only)");
+  for (const char* start : {"start_offset", "initial_level_states"})
+    v.require(!args.inputs.contains(start), std::string("takes no '") + start +
+                                                "' (no continued sequence: the kernels start from an empty level stack)");
   v.require_size('K', 1, 128);
   v.require_size('V', 1, 0);
   v.require_size('T', 0, max_T);
