@@ -95,7 +95,7 @@ void append_ahla_chunked_kernels(std::vector<Kernel>& out);  // ahla_chunked.cu:
 void append_log_linear_gdn_chunked_kernels(std::vector<Kernel>& out);  // log_linear_gdn_chunked.cu: log-linear-gdn
 void append_vla_chunked_kernels(std::vector<Kernel>& out);  // vla_chunked.cu: vla
 void append_delta_rule_backward_kernels(std::vector<Kernel>& out);  // delta_rule_backward.cu: la, deltanet, gdn, kla, gla -backward
-void append_log_linear_backward_kernels(std::vector<Kernel>& out);  // log_linear_fused_backward.cu: log-linear, log-linear-gdn -backward
 void append_delta_rule_chunked_backward_kernels(std::vector<Kernel>& out);  // delta_rule_chunked_backward.cu: gdn, kla -backward
+void append_log_linear_backward_kernels(std::vector<Kernel>& out);  // log_linear_fused_backward.cu: log-linear, log-linear-gdn -backward
 
 }  // namespace larc::gpu::detail

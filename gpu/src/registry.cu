@@ -19,8 +19,8 @@ const std::vector<Kernel>& kernels() {
     detail::append_log_linear_gdn_chunked_kernels(out);
     detail::append_vla_chunked_kernels(out);
     detail::append_delta_rule_backward_kernels(out);
-    detail::append_log_linear_backward_kernels(out);
     detail::append_delta_rule_chunked_backward_kernels(out);
+    detail::append_log_linear_backward_kernels(out);
     return out;
   }();
   return all;
