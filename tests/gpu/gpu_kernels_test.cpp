@@ -203,6 +203,9 @@ TEST_P(GpuKernelsBitwise, SeventyThousandIdenticalHeadsGiveTheOneHeadResult) {
   const TensorMap out = run(g, many, dtype, tiled);
   for (const auto& spec : g.mechanism->outputs) {
     const int h = head_axis(spec.dims);
+    // An output without a head axis sums over the heads (log-linear-backward's dq, dk of the q, k one head
+    // shares with all): 70,000 identical heads make it 70,000 times the one-head sum, not that sum.
+    if (h < 0) continue;
     for (std::int64_t head : {std::int64_t{0}, std::int64_t{65535}, std::int64_t{65536}, heads - 1}) {
       const auto got = slice(out.at(spec.name), h, head, head + 1);
       EXPECT_TRUE(bitwise_equal(got, single.at(spec.name)))
