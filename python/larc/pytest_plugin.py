@@ -27,6 +27,8 @@ MARKER = ("larc(mechanism, dtypes=None, shapes=None, random=0, knobs=None, limit
           "grad=False): parametrise the test's larc_case fixture over larc's cases for a kernel of `mechanism` "
           "(grad=True: its gradient cases)")
 RESULTS = pytest.StashKey[list]()  # every verdict of the session, for --larc-json and the summary
+ITEM_RESULTS = pytest.StashKey[list]()  # the verdicts one test reached, carried on its call report
+_session_config = None  # this process's config: pytest_runtest_logreport is given the report alone
 
 
 def pytest_addoption(parser):
@@ -45,8 +47,14 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    global _session_config
     config.addinivalue_line("markers", MARKER)
     config.stash[RESULTS] = []
+    _session_config = config
+
+
+def _is_xdist_worker(config):
+    return hasattr(config, "workerinput")
 
 
 def _rerun_options(config, case):
@@ -138,12 +146,26 @@ def _record(item, results):
                            ("shrunk_reproduce", shrunk.get("rerun"))):
             if value not in (None, ""):
                 item.user_properties.append((f"larc.{key}{suffix}", value))
-        item.config.stash[RESULTS].append(dict(j, test=item.nodeid))
+        item.stash.setdefault(ITEM_RESULTS, []).append(dict(j, test=item.nodeid))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """The test's verdicts ride on its call report: pytest-xdist sends a report's attributes from the worker
+    that ran the test to the controller, which writes --larc-json and the summary."""
+    outcome = yield
+    if call.when == "call":
+        outcome.get_result().larc_results = item.stash.get(ITEM_RESULTS, [])
+
+
+def pytest_runtest_logreport(report):
+    if _session_config is not None:
+        _session_config.stash[RESULTS].extend(getattr(report, "larc_results", None) or [])
 
 
 def pytest_sessionfinish(session):
     path = session.config.getoption("larc_json")
-    if not path:
+    if not path or _is_xdist_worker(session.config):  # the controller writes every worker's verdicts
         return
     results = session.config.stash[RESULTS]
     tree = "unknown"

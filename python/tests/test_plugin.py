@@ -92,3 +92,14 @@ def test_a_failure_is_shrunk_and_its_rerun_command_runs_the_shrunk_case_alone(pr
     again.assert_outcomes(failed=1)  # the shrunk case alone, still failing, and not shrunk again
     again.stdout.fnmatch_lines(["*larc: gdn fp32 [[]1,65,1,1,1] seed 1 * -- FAIL*", "*first: timestep 64: error*"])
     assert "shrunk:" not in again.stdout.str()
+
+
+def test_verdicts_of_xdist_workers_reach_the_json_and_the_summary(project):
+    pytest.importorskip("xdist")
+    result = run(project, "-p", "xdist", "-n", "2", "--larc", "--larc-shrink", "0", "--larc-json=larc.json",
+                 f"--larc-save={project.path / 'failures'}")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*larc: 2 verdicts, 1 failed*"])
+    report = json.loads((project.path / "larc.json").read_text())
+    assert sorted((r["test"].split("[")[0].split("::")[-1], r["pass"]) for r in report["results"]) == [
+        ("test_dropped_carry", False), ("test_honest", True)]

@@ -19,13 +19,14 @@ else
   targets=(larc gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_decode_graph_test
            gpu_kernels_bench)
 fi
-# LARC_BUNDLE_TARGETS="larc gpu_kernels_test ..." packs those programs alone, without the Python package: every
-# program holds every kernel, so the whole set with the tracked tree passes the device tool's 64 MiB carry
-# only as a CPU bundle; a device call that needs a few programs carries a bundle of those.
+# LARC_BUNDLE_TARGETS="larc gpu_kernels_test ..." packs those programs alone, without the Python package
+# unless LARC_BUNDLE_PYTHON=1: every program holds every kernel, so the whole set with the tracked tree passes
+# the device tool's 64 MiB carry only as a CPU bundle; a device call that needs a few programs carries a
+# bundle of those.
 python=1
 if [ -n "${LARC_BUNDLE_TARGETS:-}" ]; then
   read -r -a targets <<< "$LARC_BUNDLE_TARGETS"
-  python=0
+  python=${LARC_BUNDLE_PYTHON:-0}
 fi
 [ -f $build/CMakeCache.txt ] ||
   cmake -S . -B $build -G Ninja -DLARC_STATIC=ON -DLARC_ENABLE_CUDA=$cuda -DCMAKE_BUILD_TYPE=Release

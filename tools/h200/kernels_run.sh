@@ -316,10 +316,16 @@ python)
   install_fla
   # PYTEST_WORKERS=N spreads the cases over N pytest-xdist workers (the oracle is CPU work; the GPU is shared);
   # PYTEST_K=EXPR selects tests (pytest -k), e.g. PYTEST_K=backward for the gradient tests alone.
-  PYTHONPATH=$B/python:/tmp/site timeout 540 python3 -m pytest examples/python ${PYTEST_WORKERS:+-n $PYTEST_WORKERS} -p larc.pytest_plugin -p no:cacheprovider \
+  # TRITON_CACHE_AUTOTUNING: a worker reuses the autotuning another worker finished (Triton's disk cache) rather
+  # than tuning every FLA kernel again in each process. PYTEST_LIMIT bounds pytest's seconds (default 540).
+  PYTHONPATH=$B/python:/tmp/site TRITON_CACHE_AUTOTUNING=1 timeout "${PYTEST_LIMIT:-540}" python3 -m pytest examples/python \
+    ${PYTEST_WORKERS:+-n $PYTEST_WORKERS} -p larc.pytest_plugin -p no:cacheprovider \
     ${PYTEST_K:+-k "$PYTEST_K"} --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
     --junitxml "$out/python_junit.xml" -o junit_family=legacy -rfEs > "$out/python.txt" 2>&1
   echo "pytest --larc examples/python: exit $?"; tail -25 "$out/python.txt"
+  # The device returns at most 16 MiB a file: saved failures over 2 MB (large cases) are listed and dropped; each
+  # one's message in python.txt names the command that regenerates its fixture.
+  find "$out/python_failures" -type f -size +2M -printf '%f %s bytes (dropped)\n' -delete 2>/dev/null > "$out/python_failures_dropped.txt"
   ;;
 grad-io)
   # FLA's backward judged at the io grade for gradients (docs/gate.md "Precision grades", gradients): gradient
