@@ -3,6 +3,8 @@
 // are gdn/kla-fused-recurrent-backward's (delta_rule_backward.cu): q, k, v, g, beta (KLA: eta), do
 // [B,T,H,·] in one dtype, optional fp32 initial_state and dht [B,H,K,V]; dq, dk, dv, dg, dbeta (deta) in
 // the inputs' dtype and the optional fp32 dh0. K ≤ 256, any V ≥ 1, any T ≥ 0; value heads not grouped.
+// The varlen kernels take FLA's cu_seqlens with B = 1 and states [N,H,K,V]; tokens outside every sequence
+// get zero gradients.
 // Two grades: the fp32 grade (intermediate operands as three bf16 terms) and the io grade
 // (intermediates rounded to the input dtype but on dh0's chain, declared so that the gate judges it at io).
 //
@@ -27,6 +29,7 @@ using namespace chunk_launch;
 
 constexpr float kKlaEps = float(mechanism_constants::kla_eps);
 constexpr std::int64_t kMaxK = 256;
+constexpr std::int64_t kTailBlocks = 1024;  // zero_outside_sequences' grid at most: blocks stride over tokens
 
 enum class Grade { fp32, io };
 
@@ -101,11 +104,15 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     values<<<grid(records * f.out_tiles), kThreads, values_smem, stream>>>(p);
     decays<<<grid(records), kThreads, 0, stream>>>(p);
   }
+  if (f.cu_seqlens != nullptr && f.tokens > 0) {
+    const std::int64_t tail_blocks = std::min(f.tokens, kTailBlocks);
+    zero_outside_sequences<T><<<grid(tail_blocks), kThreads, 0, stream>>>(p);
+  }
   return finish(name, workspace, stream);
 }
 
 template <Step STEP, Grade GRADE>
-Status launch(const LaunchArgs& args, const std::string& name) {
+Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   Validator v(name, args);
   const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
@@ -115,24 +122,27 @@ Status launch(const LaunchArgs& args, const std::string& name) {
   const char* step_name = STEP == Step::beta ? "beta" : "eta";
   const TensorView* step = v.input(step_name, "BTH", dt);
   const TensorView* d_o = v.input("do", "BTHV", dt);
-  const TensorView* h0 = v.input("initial_state", "BHKV", Dtype::fp32, true);
-  const TensorView* dht = v.input("dht", "BHKV", Dtype::fp32, true);
+  const TensorView* cu = varlen ? v.cu_seqlens() : nullptr;
+  const char* states = varlen ? "NHKV" : "BHKV";
+  const TensorView* h0 = v.input("initial_state", states, Dtype::fp32, true);
+  const TensorView* dht = v.input("dht", states, Dtype::fp32, true);
   const TensorView* dq = v.output("dq", "BTHK", dt);
   const TensorView* dk = v.output("dk", "BTHK", dt);
   const TensorView* dv = v.output("dv", "BTHV", dt);
   const TensorView* dg = v.output("dg", "BTH", dt);
   const TensorView* dstep = v.output(std::string("d") + step_name, "BTH", dt);
-  const TensorView* dh0 = v.output("dh0", "BHKV", Dtype::fp32, true);
+  const TensorView* dh0 = v.output("dh0", states, Dtype::fp32, true);
   v.require_size('K', 1, kMaxK);
   v.require_size('V', 1, 0);
-  const std::int64_t B = v.size('B'), H = v.size('H'), tokens = v.size('T');
-  const std::int64_t chunks = fwd::chunks_in(tokens), slots = B * chunks;
+  const std::int64_t sequences = v.size(varlen ? 'N' : 'B'), H = v.size('H'), tokens = v.size('T');
+  // Record slots per head as the forward's launch counts them (delta_rule_chunked.cu).
+  const std::int64_t chunks = fwd::chunks_in(tokens), slots = varlen ? chunks + sequences : v.size('B') * chunks;
   const std::int64_t v_tiles = (v.size('V') + fwd::kTileV - 1) / fwd::kTileV;
   const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
-  v.require_grid(std::max({H * slots * out_tiles, H * slots * (kMaxK / kKeyTile), B * H * v_tiles}));
+  v.require_grid(std::max({H * slots * out_tiles, H * slots * (kMaxK / kKeyTile), sequences * H * v_tiles}));
   const float scale = v.read_scale(v.size('K'));
   if (!v.ok()) return v.status();
-  if (B * H == 0) return Status::success();  // no sequence or no head: nothing to compute
+  if (sequences * H == 0) return Status::success();  // no sequence or no head: nothing to compute
 
   return dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -144,9 +154,11 @@ Status launch(const LaunchArgs& args, const std::string& name) {
     f.gate = strided<const T>(gate);
     f.step = strided<const T>(step);
     f.initial_state = strided<const float>(h0);
+    f.cu_seqlens = cu != nullptr ? cu->data : nullptr;
+    f.cu_seqlens_int64 = cu != nullptr && cu->dtype == Dtype::i64;
     f.tokens = tokens;
     f.chunks = chunks;
-    f.sequences = B;
+    f.sequences = sequences;
     f.slots = slots;
     f.H = static_cast<int>(H);
     f.K = static_cast<int>(v.size('K'));
@@ -173,9 +185,9 @@ Status launch(const LaunchArgs& args, const std::string& name) {
 }
 
 template <Step STEP, Grade GRADE>
-Kernel kernel_entry(std::string name, std::string mechanism, std::string description) {
-  auto run = [name](const LaunchArgs& args) { return launch<STEP, GRADE>(args, name); };
-  Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), false, kMaxK, std::move(run));
+Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen = false) {
+  auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP, GRADE>(args, name, varlen); };
+  Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
   k.limits.chunk = kChunk;
   k.io_grade = GRADE == Grade::io;
   return k;
@@ -196,6 +208,18 @@ void append_delta_rule_chunked_backward_kernels(std::vector<Kernel>& out) {
   out.push_back(kernel_entry<Step::kaczmarz, Grade::io>(
       "kla-chunked-backward-io", "kla-backward",
       "kla-chunked-backward with intermediates rounded to the input dtype, declared io"));
+  out.push_back(kernel_entry<Step::beta, Grade::fp32>(
+      "gdn-chunked-backward-varlen", "gdn-backward",
+      "gdn-chunked-backward over packed sequences (FLA cu_seqlens, B = 1)", true));
+  out.push_back(kernel_entry<Step::kaczmarz, Grade::fp32>(
+      "kla-chunked-backward-varlen", "kla-backward",
+      "kla-chunked-backward over packed sequences (FLA cu_seqlens, B = 1)", true));
+  out.push_back(kernel_entry<Step::beta, Grade::io>(
+      "gdn-chunked-backward-io-varlen", "gdn-backward",
+      "gdn-chunked-backward-io over packed sequences (FLA cu_seqlens, B = 1)", true));
+  out.push_back(kernel_entry<Step::kaczmarz, Grade::io>(
+      "kla-chunked-backward-io-varlen", "kla-backward",
+      "kla-chunked-backward-io over packed sequences (FLA cu_seqlens, B = 1)", true));
 }
 
 }  // namespace larc::gpu::detail

@@ -281,7 +281,14 @@ __global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T
   float* const dvn_s = d_s + KP * sp;                             // dV_new [64][sp]
 
   fwd::PassBlock pb;
-  if (!fwd::pass_block<kThreads, KP>(p.f, pb)) return;
+  if (!fwd::pass_block<kThreads, KP>(p.f, pb)) {  // a corrupt cu_seqlens: NaN in dh0 flags the sequence
+    if (p.d_initial.data != nullptr)
+      for (int e = threadIdx.x; e < KP * kPassTileV; e += kThreads) {
+        const int r = e / kPassTileV, col = pb.col0 + e % kPassTileV;
+        if (r < p.f.K && col < p.f.V) *p.d_initial.at(pb.sequence, pb.h, r, col) = __int_as_float(0x7fc00000);
+      }
+    return;
+  }
   const int h = pb.h, K = p.f.K, V = p.f.V, col0 = pb.col0;
   const std::int64_t b = p.f.cu_seqlens != nullptr ? 0 : pb.sequence;
   const TokenRows<const T> d_o = rows_of(p.d_o, b, h);
@@ -787,6 +794,30 @@ __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
       for (int j = e - 1; j >= i; --j) dg(t0 + j) = from_float<T>(static_cast<float>(acc += term(j)));
       a = e;
       value_a = 0.0;
+    }
+  }
+}
+
+// Varlen: the gradients of the tokens outside every sequence (before the first offset or from the last
+// on: FLA's padded tail) are zero, as the fused recurrent backward writes them; the chunk kernels write
+// the tokens of a sequence only. Blocks stride over the tokens, threads over a token's elements.
+template <class T>
+__global__ void __launch_bounds__(kThreads) zero_outside_sequences(const Params<T> p) {
+  const fwd::Params<T>& f = p.f;
+  const std::int64_t first = fwd::offset_at(f.cu_seqlens, f.cu_seqlens_int64, 0);
+  const std::int64_t last = fwd::offset_at(f.cu_seqlens, f.cu_seqlens_int64, f.sequences);
+  const int H = f.H, K = f.K, V = f.V;
+  const T zero = from_float<T>(0.f);
+  for (std::int64_t t = blockIdx.x; t < f.tokens; t += gridDim.x) {
+    if (first <= t && t < last) continue;
+    for (int e = threadIdx.x; e < H * K; e += kThreads) {
+      *p.dq.at(0, t, e / K, e % K) = zero;
+      *p.dk.at(0, t, e / K, e % K) = zero;
+    }
+    for (int e = threadIdx.x; e < H * V; e += kThreads) *p.dv.at(0, t, e / V, e % V) = zero;
+    for (int h = threadIdx.x; h < H; h += kThreads) {
+      *p.dg.at(0, t, h) = zero;
+      *p.dstep.at(0, t, h) = zero;
     }
   }
 }

@@ -330,7 +330,11 @@ TEST(GpuVarlen, BackwardOfPackedSequencesWithAPaddedTailEqualsEachSequenceAlone)
   for (std::int64_t L : lengths) cu.push_back(cu.back() + L);
   const std::int64_t tail = 5, T = cu.back() + tail, N = static_cast<std::int64_t>(lengths.size()), H = 2, K = 48, V = 40;
   const VarlenKernel kernels[] = {{"gdn-fused-recurrent-backward-varlen", "gdn-fused-recurrent-backward", "gdn-backward", "beta"},
-                                  {"kla-fused-recurrent-backward-varlen", "kla-fused-recurrent-backward", "kla-backward", "eta"}};
+                                  {"kla-fused-recurrent-backward-varlen", "kla-fused-recurrent-backward", "kla-backward", "eta"},
+                                  {"gdn-chunked-backward-varlen", "gdn-chunked-backward", "gdn-backward", "beta"},
+                                  {"kla-chunked-backward-varlen", "kla-chunked-backward", "kla-backward", "eta"},
+                                  {"gdn-chunked-backward-io-varlen", "gdn-chunked-backward-io", "gdn-backward", "beta"},
+                                  {"kla-chunked-backward-io-varlen", "kla-chunked-backward-io", "kla-backward", "eta"}};
   std::uint64_t seed = 200;
   for (const VarlenKernel& vk : kernels) {
     SCOPED_TRACE(vk.varlen);
