@@ -5,6 +5,7 @@
 # of the committed reference/ + gpu/ they were built from is .h200bin/tree_hash.
 #
 #   tools/h200/kernels_run.sh check   # GPU tests and the gate's small grid (minutes): first look
+#   tools/h200/kernels_run.sh first-look  # KERNELS' GPU tests (GTEST_FILTER), compute-sanitizer and the gate's default grid
 #   tools/h200/kernels_run.sh gate    # the gate's H200 grid, GPU tests and compute-sanitizer (< 10 min)
 #   tools/h200/kernels_run.sh bench   # the benchmarks beside FLA and SDPA (< 10 min)
 #   tools/h200/kernels_run.sh accuracy  # larc's GDN kernels and FLA's on the same fixtures
@@ -29,7 +30,10 @@ set -u
 mode=${1:-check}
 out=${OUT:-/tmp/out}
 mkdir -p "$out" /tmp/bin
-tar -xJf .h200bin/bundle.tar.xz -C /tmp/bin || exit 2
+# Two modes started side by side in one call share one extraction (the second finds the tree hash there).
+if [ "$(cat /tmp/bin/.tree_hash 2>/dev/null)" != "$(cat .h200bin/tree_hash)" ]; then
+  tar -xJf .h200bin/bundle.tar.xz -C /tmp/bin && cp .h200bin/tree_hash /tmp/bin/.tree_hash || exit 2
+fi
 export LARC_TREE_HASH=$(cat .h200bin/tree_hash)
 B=/tmp/bin
 # The bundle's liblarc.so, which tools/fla_diff.py judges FLA's outputs with (the larc package in-process).
@@ -96,6 +100,19 @@ check)
   timeout 400 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --random 16 --json "$out/gate_small.json" \
     --markdown "$out/gate_small.md" > "$out/gate_small.txt" 2>&1
   echo "gate (default grid + 16 random): exit $?"; tail -40 "$out/gate_small.txt"
+  ;;
+first-look)
+  # New kernels (KERNELS selects them): their GPU tests (GTEST_FILTER picks them), compute-sanitizer's four
+  # tools over them on the small grid, and the gate's default grid plus GATE_RANDOM random cases.
+  run_tests > "$out/tests.txt" 2>&1 &
+  start_sanitizers "${SANITIZER_LIMIT:-200}"
+  timeout "${GATE_LIMIT:-240}" $B/larc gate "${subject_args[@]}" --jobs "$jobs" --random "${GATE_RANDOM:-8}" \
+    --json "$out/gate.json" --markdown "$out/gate.md" > "$out/gate.txt" 2>&1
+  echo "gate (default grid + ${GATE_RANDOM:-8} random): exit $?"; tail -3 "$out/gate.txt"
+  wait
+  cut -c1-400 "$out/tests.txt"
+  sanitizer_report "the kernels matching '$KERNELS'" "their GPU subjects" "first-look" > "$out/sanitizers.md"
+  cat "$out/sanitizers.md"
   ;;
 gate|full)
   # Correctness first, all at once (the oracle is CPU work; the GPU is shared): the GPU tests, the gate's
