@@ -289,8 +289,15 @@ __device__ __forceinline__ void store_column(float* column, std::int64_t row_str
   }
 }
 
+// Blocks an SM the kernel is compiled for: a programmatic decode step at KMAX ≤ 128 fits 4 (at most 128
+// registers a thread, which only KLA's step exceeds otherwise), so that 132 heads × 4 value tiles are
+// one wave on the H200's 132 SMs and no step waits for a second one. Registers do not change the
+// arithmetic: the bits are the same either way.
+template <int KMAX, Dependency DEP>
+constexpr int kMinBlocksPerSm = DEP == Dependency::programmatic && KMAX <= 128 ? 4 : 1;
+
 template <class Pol, class T, int KMAX, int CHUNK, Dependency DEP = Dependency::stream>
-__global__ void __launch_bounds__(kThreads) fused_recurrent(const Params<T> p) {
+__global__ void __launch_bounds__(kThreads, (kMinBlocksPerSm<KMAX, DEP>)) fused_recurrent(const Params<T> p) {
   using G = GeometryFor<KMAX, CHUNK>;
   constexpr int R = G::rows;
   constexpr bool programmatic = DEP == Dependency::programmatic;
