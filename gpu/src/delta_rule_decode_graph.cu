@@ -5,9 +5,11 @@
 // for many replays; the registry's `*-fused-recurrent-decode-graph` kernels run the T tokens of an
 // ordinary [B,T,H,·] launch as T such steps on one state, captured and replayed once per launch, so the
 // gate and the GPU tests judge the path against the oracle and against the one-launch kernel.
+#include <mutex>
 #include <string>
 #include <utility>
 
+#include "capture_lock.h"
 #include "delta_rule_fused_launch.cuh"
 #include "families.h"
 #include "larc/gpu/decode_graph.h"
@@ -19,11 +21,14 @@ namespace {
 using namespace delta_rule;
 
 // Captures what enqueue(stream) enqueues on a private stream into an executable graph (*exec; null on
-// failure). The capture is thread-local: CUDA calls of other threads go on, and the stream the graph is
-// launched on later may be the legacy default stream, which cannot be captured itself.
+// failure). The capture is thread-local and holds capture_lock.h's lock, so that no device-wide call of
+// gpu/ in another thread (a synchronisation, a free) meets it; the stream the graph is launched on later
+// may be the legacy default stream, which cannot be captured itself. A failed capture leaves no error
+// behind for the thread's next launch to find.
 template <class Enqueue>
 cudaError_t capture_graph(Enqueue&& enqueue, cudaGraphExec_t* exec) {
   *exec = nullptr;
+  const std::unique_lock lock(capture_mutex());
   cudaStream_t capturing = nullptr;
   cudaError_t e = cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking);
   if (e != cudaSuccess) return e;
@@ -37,6 +42,7 @@ cudaError_t capture_graph(Enqueue&& enqueue, cudaGraphExec_t* exec) {
     if (graph != nullptr) cudaGraphDestroy(graph);
   }
   cudaStreamDestroy(capturing);
+  if (e != cudaSuccess) cudaGetLastError();
   return e;
 }
 

@@ -1,14 +1,26 @@
 // Device memory, copies, synchronisation and event timing for host programs (api.h).
 #include <cuda_runtime.h>
 
+#include <mutex>
 #include <string>
 #include <utility>
 
+#include "capture_lock.h"
 #include "larc/gpu/api.h"
 
 namespace larc::gpu {
 
+namespace detail {
+std::shared_mutex& capture_mutex() {
+  static std::shared_mutex m;
+  return m;
+}
+}  // namespace detail
+
 namespace {
+// Held by every device-wide call below: none runs while a graph is being captured (capture_lock.h).
+std::shared_lock<std::shared_mutex> no_capture() { return std::shared_lock(detail::capture_mutex()); }
+
 Status check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::success();
   cudaGetLastError();
@@ -23,6 +35,7 @@ DeviceBuffer DeviceBuffer::allocate(std::size_t bytes, Status& status) {
     return b;
   }
   void* p = nullptr;
+  const auto lock = no_capture();
   status = check(cudaMalloc(&p, bytes), ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str());
   if (status) {
     b.ptr_ = p;
@@ -36,7 +49,10 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_) {
+      const auto lock = no_capture();
+      cudaFree(ptr_);
+    }
     ptr_ = std::exchange(o.ptr_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
   }
@@ -44,27 +60,36 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
+  if (ptr_) {
+    const auto lock = no_capture();
+    cudaFree(ptr_);
+  }
 }
 
 Status copy_to_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return Status::success();
+  const auto lock = no_capture();
   return check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device");
 }
 
 Status copy_to_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return Status::success();
+  const auto lock = no_capture();
   return check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy to host");
 }
 
 Status fill_device(void* dst, unsigned char byte, std::size_t bytes) {
   if (bytes == 0) return Status::success();
+  const auto lock = no_capture();
   return check(cudaMemset(dst, byte, bytes), "cudaMemset");
 }
 
 Status use_device(int index) { return check(cudaSetDevice(index), ("cudaSetDevice(" + std::to_string(index) + ")").c_str()); }
 
-Status synchronize() { return check(cudaDeviceSynchronize(), "kernel execution"); }
+Status synchronize() {
+  const auto lock = no_capture();
+  return check(cudaDeviceSynchronize(), "kernel execution");
+}
 
 Status time_on_stream(const std::function<Status()>& enqueue, void* stream, int warmup, int iterations, float* ms) {
   const auto s = static_cast<cudaStream_t>(stream);
