@@ -124,17 +124,7 @@ Status launch(const LaunchArgs& args) {
   return dispatch_float(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     Problem<T> p;
-    p.in.q = strided<const T>(in.q);
-    p.in.k = strided<const T>(in.k);
-    p.in.v = strided<const T>(in.v);
-    p.in.g = strided<const T>(in.g);
-    p.in.beta = strided<const T>(in.beta);
-    p.in.level_scales = strided<const T>(in.level_scales);
-    p.in.T_len = T_len;
-    p.in.H = H;
-    p.in.K = v.size('K');
-    p.in.V = v.size('V');
-    p.in.levels = in.levels;
+    p.in = inputs_of<T>(in, T_len, H, v.size('K'), v.size('V'));
     p.o = strided<T>(in.o);
     p.columns = columns;
     const auto grid = static_cast<unsigned>(blocks);

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernel_common.cuh"
+#include "log_linear_inputs.h"
 
 namespace larc::gpu::detail::log_linear_fused {
 
@@ -27,6 +28,24 @@ struct Inputs {
   std::int64_t T_len = 0, H = 0, K = 0, V = 0;
   int levels = 0;  // level_count(T): the levels read from level_scales
 };
+
+// A validated launch's inputs as the kernels read them, with its sizes.
+template <typename T>
+Inputs<T> inputs_of(const LogLinearInputs& in, std::int64_t T_len, std::int64_t H, std::int64_t K, std::int64_t V) {
+  Inputs<T> x;
+  x.q = strided<const T>(in.q);
+  x.k = strided<const T>(in.k);
+  x.v = strided<const T>(in.v);
+  x.g = strided<const T>(in.g);
+  x.beta = strided<const T>(in.beta);
+  x.level_scales = strided<const T>(in.level_scales);
+  x.T_len = T_len;
+  x.H = H;
+  x.K = K;
+  x.V = V;
+  x.levels = in.levels;
+  return x;
+}
 
 // One token's inputs as this lane needs them.
 template <int kRows>

@@ -417,17 +417,7 @@ Status launch(const LaunchArgs& args) {
   return dispatch_float(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     Params<T> p;
-    p.in.q = strided<const T>(in.q);
-    p.in.k = strided<const T>(in.k);
-    p.in.v = strided<const T>(in.v);
-    p.in.g = strided<const T>(in.g);
-    p.in.beta = strided<const T>(in.beta);
-    p.in.level_scales = strided<const T>(in.level_scales);
-    p.in.T_len = T_len;
-    p.in.H = H;
-    p.in.K = v.size('K');
-    p.in.V = V;
-    p.in.levels = in.levels;
+    p.in = inputs_of<T>(in, T_len, H, v.size('K'), V);
     p.d_o = strided<const T>(in.d_o);
     p.dq = strided<T>(in.dq);
     p.dk = strided<T>(in.dk);
