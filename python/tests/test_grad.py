@@ -239,7 +239,8 @@ def test_the_plugin_marker_takes_grad(pytester):
                         test_kernels=PLUGIN_TEST_FILE)
     saved = pytester.path / "failures"
     args = ["-p", "larc.pytest_plugin", "-p", "no:cacheprovider", "--larc"]
-    result = pytester.runpytest_subprocess(*args, f"--larc-save={saved}")
+    # Not shrunk (--larc-shrink 0), so that the folder holds the one failing case the replay below runs.
+    result = pytester.runpytest_subprocess(*args, "--larc-shrink", "0", f"--larc-save={saved}")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*larc: gla-backward fp32 [[]1,100,2,16,16[]]*FAIL (kernel torch_gla_dv_shifted)*",
                                  "*dq * pass at fp32*", "*dv * FAIL at fp32*", "*reproduce:   larc diff *"])
