@@ -217,8 +217,9 @@ def main():
           f"{bw:.0f} GB/s. B=1, H=16, D=128, bf16 inputs; decode rows: T=1, B = batch×heads, fp32 state in and out, time per launch in a stream of 32 back-to-back launches on rotated copies; "
           f"decode-graph rows: {DECODE_KINDS['decode-graph']}; decode-steps rows: {DECODE_KINDS['decode-steps']}; "
           f"both time and bytes per step ({L2_CAVEAT})\n",
-          f"Chunked rows: floor = max(bytes / bandwidth, tensor flops / {tflops or 0:.0f} TFLOP/s, the measured "
-          f"bf16 matmul rate); \"of floor\" is then floor / time.\n",
+          # A run without the matmul peer (decode-bench) has no compute floor and no chunked rows.
+          (f"Chunked rows: floor = max(bytes / bandwidth, tensor flops / {tflops:.0f} TFLOP/s, the measured "
+           f"bf16 matmul rate); \"of floor\" is then floor / time.\n" if tflops else ""),
           "| kernel | kind | T | B×H | ms | GB/s | of floor | floor ms | peer | peer ms | speed-up |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -29,7 +29,7 @@ def decode_row(kernel, kind, bh, ms, nbytes):
 
 
 class BenchReport(unittest.TestCase):
-    def run_report(self, rows, peers, bounds=None):
+    def run_report(self, rows, peers, bounds=None, matmul_tflops=800.0):
         with tempfile.TemporaryDirectory() as d:
             d = pathlib.Path(d)
             extra = []
@@ -38,7 +38,7 @@ class BenchReport(unittest.TestCase):
                 extra = ["--bounds", str(d / "bounds.json")]
             (d / "k.json").write_text(json.dumps({"benchmarks": rows}))
             (d / "p.json").write_text(json.dumps({"device": "H200", "torch": "t", "fla": "0.6", "rows": peers,
-                                                  "copy_bandwidth_GBps": 4000.0, "bf16_matmul_TFLOPs": 800.0,
+                                                  "copy_bandwidth_GBps": 4000.0, "bf16_matmul_TFLOPs": matmul_tflops,
                                                   "vla_sequential_pytorch": {"T": 2048, "ms": 100.0}}))
             subprocess.run([sys.executable, str(HERE / "bench_report.py"), "--kernels", str(d / "k.json"), "--peers",
                             str(d / "p.json"), "--tree-hash", "abc", "--json", str(d / "b.json"), "--markdown",
@@ -106,6 +106,10 @@ class BenchReport(unittest.TestCase):
         graph = [r for r in report["rows"] if r["kind"] == "decode-graph"][0]
         self.assertEqual(graph["peer"], "fla-fused-recurrent-gdn")  # FLA's one-launch decode step
         self.assertAlmostEqual(graph["speedup"], 0.04 / 0.0068)
+        self.assertIn("Chunked rows: floor = max(bytes / bandwidth, tensor flops / 800 TFLOP/s", md)
+        # A decode-only run measures no matmul rate: no compute floor is described.
+        _, md = self.run_report(rows, peers, matmul_tflops=None)
+        self.assertNotIn("TFLOP/s", md)
 
     def test_bounds_are_printed_for_the_targets_not_met_only(self):
         rows = [bench_row("gdn-chunked", 32768, 2.0), bench_row("log-linear-chunked", 65536, 10.0)]
