@@ -11,6 +11,7 @@
 
 #include "cores.h"
 #include "larc/harness/cores.h"
+#include "larc/reference/low_precision.h"
 #include "reference_subjects.h"
 
 namespace larc::harness {
@@ -188,16 +189,26 @@ void accept_unwritten_padding(const Mechanism& m, const PreparedCase& p, ValueMa
   }
 }
 
-}  // namespace
-
-// A prepared case's inputs must be the mechanism's, shaped as spec.shape, finite and in range
-// (Mechanism::shape_of); throws std::invalid_argument naming the input or the size.
-void check_inputs(const Mechanism& m, const PreparedCase& p) {
+// Throws std::invalid_argument unless spec.shape is one `m` takes and `found` (Mechanism::shape_of of the
+// inputs, which names an input missing, non-finite or out of range) is spec.shape.
+void require_shape(const Mechanism& m, const PreparedCase& p, const Shape& found) {
   m.check_shape(p.spec.shape);
-  const Shape found = m.shape_of(decode_all(p.inputs));
   if (found != p.spec.shape)
     throw std::invalid_argument(m.name + ": the inputs have shape " + found.str() + ", the case says " + p.spec.shape.str());
 }
+
+// A prepared case's inputs must be the mechanism's, shaped as spec.shape, finite and in range.
+void check_inputs(const Mechanism& m, const PreparedCase& p) { require_shape(m, p, m.shape_of(decode_all(p.inputs))); }
+
+// The oracle and its error estimate from the case's inputs, decoded, whose shape_of is `found`.
+void compute_oracle_of(const Mechanism& m, PreparedCase& p, const ValueMap& inputs, const Shape& found) {
+  require_shape(m, p, found);
+  p.oracle = m.compute(inputs, Precision::dd, ref::Form::serial, 0);
+  p.oracle_error = estimate_against(m, inputs, p.oracle, Precision::f64);
+  p.oracle_method = kDoubleMethod;
+}
+
+}  // namespace
 
 TensorMap poisoned_outputs(const Mechanism& m, const Shape& s, Dtype dtype) {
   TensorMap out;
@@ -235,11 +246,8 @@ const Judgement* CaseResult::main_output() const {
 
 void compute_oracle(PreparedCase& p) {
   const Mechanism& m = find_mechanism(p.spec.mechanism);
-  check_inputs(m, p);
   const ValueMap inputs = decode_all(p.inputs);
-  p.oracle = m.compute(inputs, Precision::dd, ref::Form::serial, 0);
-  p.oracle_error = estimate_against(m, inputs, p.oracle, Precision::f64);
-  p.oracle_method = kDoubleMethod;
+  compute_oracle_of(m, p, inputs, m.shape_of(inputs));
 }
 
 PreparedCase prepare_case(const CaseSpec& spec) {
@@ -257,8 +265,11 @@ PreparedCase prepare_case(const CaseSpec& spec, const ValueMap& values) {
   for (const TensorSpec& in : m.inputs)
     if (const auto v = values.find(in.name); v != values.end())
       p.inputs.emplace(in.name, TypedTensor::encode(tensor_dtype(in, spec.dtype), v->second));
-  p.spec.shape.L = m.shape_of(decode_all(p.inputs)).L;  // a log-linear case continuing a sequence has more levels
-  compute_oracle(p);
+  // Decoded once for the shape and the oracle (a production case's inputs are a few GB as float64).
+  const ValueMap inputs = decode_all(p.inputs);
+  const Shape found = m.shape_of(inputs);
+  p.spec.shape.L = found.L;  // a log-linear case continuing a sequence has more levels
+  compute_oracle_of(m, p, inputs, found);
   return p;
 }
 
@@ -268,9 +279,9 @@ std::string outside_range(const PreparedCase& p) {
     const auto o = p.oracle.find(spec.name);
     if (o == p.oracle.end()) continue;
     const Dtype dtype = tensor_dtype(spec, p.spec.dtype);
-    const ref::Tensor<double> rounded = TypedTensor::encode(dtype, o->second).decode();
-    for (std::size_t i = 0; i < rounded.data.size(); ++i)
-      if (std::isfinite(o->second.data[i]) && !std::isfinite(rounded.data[i])) {
+    // The value the output's dtype holds (as TypedTensor::set rounds it), element by element: no copy.
+    for (std::size_t i = 0; i < o->second.data.size(); ++i)
+      if (std::isfinite(o->second.data[i]) && !std::isfinite(ref::round_to(dtype, o->second.data[i]))) {
         char magnitude[32];
         std::snprintf(magnitude, sizeof magnitude, "%.3g", o->second.data[i]);
         return spec.name + ": the oracle is " + magnitude + " at " + coordinate_string(coordinate_of(o->second.shape, i)) +
