@@ -67,5 +67,11 @@ void parallel_for(std::size_t n, const CoreClaim& helpers, const std::function<v
   if (error) std::rethrow_exception(error);
 }
 
+void parallel_runs(std::size_t n, std::size_t run, const std::function<void(std::size_t, std::size_t)>& fn) {
+  const std::size_t runs = (n + run - 1) / run;
+  const CoreClaim helpers(static_cast<unsigned>(std::min<std::size_t>(runs > 0 ? runs - 1 : 0, core_budget())));
+  parallel_for(runs, helpers, [&](std::size_t r) { fn(r * run, std::min(n, (r + 1) * run)); });
+}
+
 }  // namespace detail
 }  // namespace larc::harness

@@ -34,4 +34,8 @@ class CoreLent {
 // first exception any call throws is rethrown once every call has returned.
 void parallel_for(std::size_t n, const CoreClaim& helpers, const std::function<void(std::size_t)>& fn);
 
+// fn(begin, end) over [0, n) cut into runs of `run` elements, the runs shared with the idle cores when
+// there are several: an element-wise pass over a large tensor (encoding, decoding) off the serial path.
+void parallel_runs(std::size_t n, std::size_t run, const std::function<void(std::size_t, std::size_t)>& fn);
+
 }  // namespace larc::harness::detail

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cores.h"
 #include "larc/fixtures/float_bits.h"
 
 namespace larc::harness {
@@ -14,6 +15,9 @@ constexpr std::uint16_t kPoisonBf16 = 0x7FBA;
 constexpr std::uint16_t kPoisonFp16 = 0x7DBA;
 constexpr std::uint32_t kPoisonF32 = 0x7FBADBADu;
 constexpr std::uint64_t kPoisonF64 = 0x7FF7BADBADBADBADull;
+// Elements an encoding, decoding or poisoning pass hands to one core at a time (cores.h parallel_runs: a tensor of
+// one run stays on the calling thread).
+constexpr std::size_t kElementsPerRun = std::size_t{1} << 20;
 
 void write_poison(Dtype d, std::byte* p) {
   switch (d) {
@@ -55,7 +59,9 @@ TypedTensor TypedTensor::poisoned(Dtype dtype, std::vector<std::int64_t> shape) 
   t.shape_ = std::move(shape);
   const std::size_t w = dtype_bytes(dtype);
   t.bytes_.resize((t.count_ + kGuardElements) * w);
-  for (std::size_t i = 0; i < t.count_ + kGuardElements; ++i) write_poison(dtype, t.bytes_.data() + i * w);
+  detail::parallel_runs(t.count_ + kGuardElements, kElementsPerRun, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) write_poison(dtype, t.bytes_.data() + i * w);
+  });
   return t;
 }
 
@@ -63,7 +69,9 @@ TypedTensor TypedTensor::encode(Dtype dtype, const ref::Tensor<double>& values) 
   if (values.data.size() != ref::Tensor<double>::count(values.shape))
     throw std::invalid_argument("TypedTensor::encode: data size does not match shape " + ref::shape_string(values.shape));
   TypedTensor t = poisoned(dtype, values.shape);
-  for (std::size_t i = 0; i < t.count_; ++i) t.set(i, values.data[i]);
+  detail::parallel_runs(t.count_, kElementsPerRun, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) t.set(i, values.data[i]);
+  });
   return t;
 }
 
@@ -162,7 +170,9 @@ bool TypedTensor::guard_intact() const {
 
 ref::Tensor<double> TypedTensor::decode() const {
   ref::Tensor<double> t(shape_);
-  for (std::size_t i = 0; i < count_; ++i) t.data[i] = get(i);
+  detail::parallel_runs(count_, kElementsPerRun, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) t.data[i] = get(i);
+  });
   return t;
 }
 
