@@ -1,11 +1,18 @@
 // The core budget (harness/cores.h): every mechanism's reference computation split over its
 // (sequence, head) pairs on idle cores gives bitwise the outputs of one call over all of them — at
-// every rung of the ladder the gate uses, in every form, and for the io baseline — and the gate's
-// report does not depend on the number of cores.
+// every rung of the ladder the gate uses, in every form, and for the io baseline — TypedTensor's
+// element-wise passes split over runs likewise, and the gate's report does not depend on the number
+// of cores.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <vector>
 
 #include "larc/harness/cores.h"
 #include "larc/harness/gate.h"
+#include "larc/harness/typed_tensor.h"
+#include "larc/reference/low_precision.h"
 
 namespace {
 
@@ -86,3 +93,28 @@ TEST(CoreBudget, TheGateReportIsTheSameForAnyNumberOfCoresAndTheBudgetIsRestored
 }
 
 }  // namespace
+
+// TypedTensor's element-wise passes over a tensor of several runs (2^20 elements each) and a ragged last
+// one: element by element what set/get and the poison give (every run's every element, its boundaries
+// included), and split over idle cores bitwise the bytes of one core, in every dtype.
+TEST(CoreBudget, EncodingAndDecodingSplitOverCoresAreElementwiseAndBitwiseOneCore) {
+  larc::ref::Tensor<double> values({3, (std::int64_t{1} << 20) + 7});
+  for (std::size_t i = 0; i < values.data.size(); ++i) values.data[i] = std::ldexp(std::sin(0.37 * double(i)), int(i % 61) - 30);
+  for (larc::ref::Dtype d : {larc::ref::Dtype::bf16, larc::ref::Dtype::fp16, larc::ref::Dtype::fp32, larc::ref::Dtype::fp64}) {
+    const std::string name(larc::ref::dtype_name(d));
+    std::vector<std::byte> bytes[2];
+    for (unsigned cores : {1u, 4u}) {
+      const h::ScopedCoreBudget budget(cores);
+      const h::TypedTensor t = h::TypedTensor::encode(d, values);
+      const h::TypedTensor p = h::TypedTensor::poisoned(d, values.shape);
+      const std::vector<double> decoded = t.decode().data;
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < t.size(); ++i)
+        wrong += t.get(i) != larc::ref::round_to(d, values.data[i]) || decoded[i] != t.get(i) || !p.is_poison(i);
+      EXPECT_EQ(wrong, 0u) << name << " on " << cores << " cores";
+      EXPECT_TRUE(t.guard_intact() && p.guard_intact()) << name;
+      bytes[cores == 1 ? 0 : 1].assign(t.data(), t.data() + t.size_bytes());
+    }
+    EXPECT_EQ(bytes[0], bytes[1]) << name;
+  }
+}
