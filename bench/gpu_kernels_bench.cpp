@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,17 +91,45 @@ Workload make_workload(const larc::gpu::Kernel& k, const Shape& s, bool decode) 
   return w;
 }
 
-void run(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, bool decode) {
+// The row's workload made on the device; false (the row skipped with the reason) without a device or
+// when making it failed.
+bool make_or_skip(benchmark::State& state, const larc::gpu::Kernel& k, const Shape& s, bool decode, Workload& w) {
   if (!larc::gpu::query_devices().present) {
     state.SkipWithError("no CUDA device");
-    return;
+    return false;
   }
-  Workload w = make_workload(*k, s, decode);
+  w = make_workload(k, s, decode);
   if (w.error.empty()) w.error = larc::gpu::synchronize().message;
-  if (!w.error.empty()) {
-    state.SkipWithError(w.error.c_str());
-    return;
+  if (!w.error.empty()) state.SkipWithError(w.error.c_str());
+  return w.error.empty();
+}
+
+// Every iteration's time: `enqueues` calls of enqueue timed together, reported per step (`steps` a call).
+void time_iterations(benchmark::State& state, const std::function<larc::gpu::Status()>& enqueue, int enqueues, int steps) {
+  for (auto _ : state) {
+    float ms = 0;
+    const larc::gpu::Status st = larc::gpu::time_on_stream(enqueue, nullptr, 0, enqueues, &ms);
+    if (!st) {
+      state.SkipWithError(st.message.c_str());
+      return;
+    }
+    state.SetIterationTime(ms / steps / 1e3);
   }
+}
+
+// The row's shape, its bytes a launch or step, and its label (the kernel and what is timed).
+void describe_row(benchmark::State& state, const Shape& s, std::int64_t bytes, const std::string& label) {
+  state.counters["T"] = static_cast<double>(s.T);
+  state.counters["B"] = static_cast<double>(s.B);
+  state.counters["H"] = static_cast<double>(s.H);
+  state.counters["D"] = static_cast<double>(s.K);
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.SetLabel(label);
+}
+
+void run(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, bool decode) {
+  Workload w;
+  if (!make_or_skip(state, *k, s, decode, w)) return;
   std::size_t next = 0;
   auto launch = [&] { return k->launch(w.sets[next++ % w.sets.size()].args); };
   for (std::size_t i = 0; i < w.sets.size(); ++i) launch();  // warm-up: every copy once
@@ -108,22 +137,8 @@ void run(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, bool deco
   // its own rotated copy) and report the time per launch, so the GPU's start-up of an isolated launch
   // (as long as the whole step at small batch × heads: docs/gpu.md, "Benchmarks") is not counted as
   // state traffic time.
-  const int launches_per_timing = decode ? 32 : 1;
-  for (auto _ : state) {
-    float ms = 0;
-    const larc::gpu::Status st = larc::gpu::time_on_stream(launch, nullptr, 0, launches_per_timing, &ms);
-    if (!st) {
-      state.SkipWithError(st.message.c_str());
-      return;
-    }
-    state.SetIterationTime(ms / 1e3);
-  }
-  state.counters["T"] = static_cast<double>(s.T);
-  state.counters["B"] = static_cast<double>(s.B);
-  state.counters["H"] = static_cast<double>(s.H);
-  state.counters["D"] = static_cast<double>(s.K);
-  state.counters["bytes"] = static_cast<double>(w.bytes_per_launch);
-  state.SetLabel(k->name + (decode ? " decode" : " prefill"));
+  time_iterations(state, launch, decode ? 32 : 1, 1);  // time_on_stream reports per call
+  describe_row(state, s, w.bytes_per_launch, k->name + (decode ? " decode" : " prefill"));
 }
 
 // The decode-graph rows: kGraphSteps steps of one graph per replay.
@@ -131,16 +146,8 @@ constexpr int kGraphSteps = 32;
 enum class GraphSteps { rotated, one_state };
 
 void run_graph(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, GraphSteps steps) {
-  if (!larc::gpu::query_devices().present) {
-    state.SkipWithError("no CUDA device");
-    return;
-  }
-  Workload w = make_workload(*k, s, true);
-  if (w.error.empty()) w.error = larc::gpu::synchronize().message;
-  if (!w.error.empty()) {
-    state.SkipWithError(w.error.c_str());
-    return;
-  }
+  Workload w;
+  if (!make_or_skip(state, *k, s, true, w)) return;
   // Step i is a decode row's launch i: on rotated copy i, or (one_state) on its inputs and outputs but
   // with copy 0's initial state as every step's state, read and written in place.
   const larc::gpu::TensorView shared = w.sets[0].args.inputs.at("initial_state");
@@ -162,21 +169,8 @@ void run_graph(benchmark::State& state, const larc::gpu::Kernel* k, Shape s, Gra
     state.SkipWithError(st.message.c_str());
     return;
   }
-  for (auto _ : state) {
-    float ms = 0;
-    st = larc::gpu::time_on_stream(replay, nullptr, 0, 1, &ms);
-    if (!st) {
-      state.SkipWithError(st.message.c_str());
-      return;
-    }
-    state.SetIterationTime(ms / kGraphSteps / 1e3);
-  }
-  state.counters["T"] = 1;
-  state.counters["B"] = static_cast<double>(s.B);
-  state.counters["H"] = static_cast<double>(s.H);
-  state.counters["D"] = static_cast<double>(s.K);
-  state.counters["bytes"] = static_cast<double>(w.bytes_per_launch);
-  state.SetLabel(k->name + (steps == GraphSteps::rotated ? " decode-graph" : " decode-steps"));
+  time_iterations(state, replay, 1, kGraphSteps);
+  describe_row(state, s, w.bytes_per_launch, k->name + (steps == GraphSteps::rotated ? " decode-graph" : " decode-steps"));
 }
 
 bool takes(const larc::gpu::Kernel& k, const Shape& s) {

@@ -214,7 +214,7 @@ def main():
           f"Source tree (reference/ + gpu/): `{a.tree_hash}`. Device: {peers['device']}, torch {peers['torch']}, "
           f"FLA {report['fla']}. Medians of CUDA-event timings (bench/gpu_kernels_bench.cpp; peers: "
           f"tools/h200/bench_peers.py, triton do_bench). Bandwidth floor: the measured device copy, "
-          f"{bw:.0f} GB/s. B=1, H=16, D=128, bf16 inputs; decode rows: T=1, B = batch×heads, fp32 state in and out, time per launch in a stream of 32 back-to-back launches on rotated copies; "
+          f"{bw:.0f} GB/s. B=1, H=16, D=128, bf16 inputs; decode rows: T=1, B = batch×heads, fp32 state in and out, {DECODE_KINDS['decode']}; "
           f"decode-graph rows: {DECODE_KINDS['decode-graph']}; decode-steps rows: {DECODE_KINDS['decode-steps']}; "
           f"both time and bytes per step ({L2_CAVEAT})\n",
           # A run without the matmul peer (decode-bench) has no compute floor and no chunked rows.
