@@ -128,9 +128,7 @@ Status launch(const LaunchArgs& args) {
     p.o = strided<T>(in.o);
     p.columns = columns;
     const auto grid = static_cast<unsigned>(blocks);
-    if (p.in.K <= 32) launch_rows<T, variant, 1>(p, grid, stream_of(args));
-    else if (p.in.K <= 64) launch_rows<T, variant, 2>(p, grid, stream_of(args));
-    else launch_rows<T, variant, 4>(p, grid, stream_of(args));
+    with_lane_rows(p.in.K, [&]<int kRows>() { launch_rows<T, variant, kRows>(p, grid, stream_of(args)); });
     return launch_status(name);
   });
 }

@@ -47,6 +47,15 @@ Inputs<T> inputs_of(const LogLinearInputs& in, std::int64_t T_len, std::int64_t 
   return x;
 }
 
+// f.template operator()<kRows>() with the rows a lane holds for K (lane l rows l + 32 i, i < kRows):
+// 1, 2 or 4 for K ≤ 32, 64, 128.
+template <class F>
+auto with_lane_rows(std::int64_t K, F&& f) {
+  if (K <= 32) return f.template operator()<1>();
+  if (K <= 64) return f.template operator()<2>();
+  return f.template operator()<4>();
+}
+
 // One token's inputs as this lane needs them.
 template <int kRows>
 struct Token {

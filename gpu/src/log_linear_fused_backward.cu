@@ -431,9 +431,7 @@ Status launch(const LaunchArgs& args) {
     p.chunk_tokens = std::min<std::int64_t>(kChunk, T_len);
     p.level_columns = v.size('L');
     p.record = 2 * p.in.K + in.levels + 2;
-    if (p.in.K <= 32) return enqueue_levels<T, variant, 1>(p, name, stream);
-    if (p.in.K <= 64) return enqueue_levels<T, variant, 2>(p, name, stream);
-    return enqueue_levels<T, variant, 4>(p, name, stream);
+    return with_lane_rows(p.in.K, [&]<int kRows>() { return enqueue_levels<T, variant, kRows>(p, name, stream); });
   });
 }
 
