@@ -8,12 +8,21 @@
 
 namespace larc::cases {
 
-ref::Tensor<double> entries_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma, Entries kind) {
+void in_order(std::size_t n, std::size_t run, const std::function<void(std::size_t, std::size_t)>& fn) {
+  for (std::size_t begin = 0; begin < n; begin += run) fn(begin, std::min(n, begin + run));
+}
+
+namespace {
+constexpr std::size_t kValuesPerRun = std::size_t{1} << 16;
+}  // namespace
+
+ref::Tensor<double> entries_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma, Entries kind,
+                                   const Runs& runs) {
   ref::Tensor<double> t(std::move(shape));
-  if (kind == Entries::heavy_tailed)
+  if (kind == Entries::heavy_tailed)  // t(3) draws a variable number of values: in order
     for (double& x : t.data) x = sigma * student_t3(rng) / std::sqrt(3.0);
   else
-    for (double& x : t.data) x = sigma * rng.normal();
+    draw_in_runs(rng, t.data.size(), kValuesPerRun, 2, runs, [&](Rng& r, std::size_t i) { t.data[i] = sigma * r.normal(); });
   return t;
 }
 
@@ -28,13 +37,13 @@ void scale_rows_to_log_uniform_norms(Rng& rng, ref::Tensor<double>& x, double lo
   }
 }
 
-ref::Tensor<double> normal_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma) {
-  return entries_tensor(rng, std::move(shape), sigma, Entries::gaussian);
+ref::Tensor<double> normal_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma, const Runs& runs) {
+  return entries_tensor(rng, std::move(shape), sigma, Entries::gaussian, runs);
 }
 
-ref::Tensor<double> uniform_tensor(Rng& rng, std::vector<std::int64_t> shape, double lo, double hi) {
+ref::Tensor<double> uniform_tensor(Rng& rng, std::vector<std::int64_t> shape, double lo, double hi, const Runs& runs) {
   ref::Tensor<double> t(std::move(shape));
-  for (double& x : t.data) x = rng.uniform(lo, hi);
+  draw_in_runs(rng, t.data.size(), kValuesPerRun, 1, runs, [&](Rng& r, std::size_t i) { t.data[i] = r.uniform(lo, hi); });
   return t;
 }
 
@@ -82,14 +91,20 @@ Mat<double> head_keys(Rng& rng, std::int64_t T, std::int64_t K, KeySet set, doub
 }  // namespace
 
 ref::Tensor<double> keys_tensor(Rng& rng, std::int64_t B, std::int64_t T, std::int64_t H, std::int64_t K, KeySet set,
-                                double collinearity, double norm) {
+                                double collinearity, double norm, const Runs& runs) {
   ref::Tensor<double> k({B, T, H, K});
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h) {
-      const Mat<double> rows = head_keys(rng, T, K, set, collinearity, norm);
-      for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t d = 0; d < K; ++d) k.data[((b * T + t) * H + h) * K + d] = rows(t, d);
-    }
+  // Head j = b·H + h, in that order.
+  const auto draw_head = [&](Rng& r, std::size_t j) {
+    const std::int64_t b = static_cast<std::int64_t>(j) / H, h = static_cast<std::int64_t>(j) % H;
+    const Mat<double> rows = head_keys(r, T, K, set, collinearity, norm);
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t d = 0; d < K; ++d) k.data[((b * T + t) * H + h) * K + d] = rows(t, d);
+  };
+  const std::size_t heads = static_cast<std::size_t>(B * H);
+  if (set == KeySet::collinear)  // T + 1 random unit vectors of K Gaussian values a head
+    draw_in_runs(rng, heads, 1, 2 * static_cast<std::uint64_t>(K) * static_cast<std::uint64_t>(T + 1), runs, draw_head);
+  else
+    for (std::size_t j = 0; j < heads; ++j) draw_head(rng, j);
   return k;
 }
 

@@ -6,7 +6,7 @@
 namespace larc::cases {
 
 std::uint64_t Rng::bits() {
-  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+  std::uint64_t z = (state_ += kIncrement);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);

@@ -2,7 +2,17 @@
 
 #include <cmath>
 
+#include "cores.h"
+
 namespace larc::harness::detail {
+
+ref::Tensor<double> normal_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma) {
+  return cases::normal_tensor(rng, std::move(shape), sigma, parallel_runs);
+}
+
+ref::Tensor<double> uniform_tensor(Rng& rng, std::vector<std::int64_t> shape, double lo, double hi) {
+  return cases::uniform_tensor(rng, std::move(shape), lo, hi, parallel_runs);
+}
 
 namespace {
 constexpr std::uint64_t kInitialStateStream = 0x50;       // mix_seed stream of the initial state
@@ -128,12 +138,12 @@ double knob_or(const KnobValues& knobs, const char* name, double fallback) {
 
 ref::Tensor<double> entries_in(Rng& rng, std::vector<std::int64_t> shape, double sigma, const KnobValues& knobs) {
   return cases::entries_tensor(rng, std::move(shape), sigma,
-                               static_cast<cases::Entries>(static_cast<int>(knob_or(knobs, kEntriesKnob, 0))));
+                               static_cast<cases::Entries>(static_cast<int>(knob_or(knobs, kEntriesKnob, 0))), parallel_runs);
 }
 
 ref::Tensor<double> keys_in(Rng& rng, const Shape& s, const KnobValues& knobs, double norm) {
   return cases::keys_tensor(rng, s.B, s.T, s.H, s.K, static_cast<cases::KeySet>(static_cast<int>(knob_or(knobs, kKeySetKnob, 0))),
-                            knob_or(knobs, "collinearity", 0), norm);
+                            knob_or(knobs, "collinearity", 0), norm, parallel_runs);
 }
 
 void add_qkv(ValueMap& in, Rng& rng, const Shape& s, const KnobValues& knobs, double key_norm) {
@@ -143,7 +153,7 @@ void add_qkv(ValueMap& in, Rng& rng, const Shape& s, const KnobValues& knobs, do
 }
 
 ref::Tensor<double> plain_directions(Rng& rng, const Shape& s, double norm) {
-  return cases::keys_tensor(rng, s.B, s.T, s.H, s.K, cases::KeySet::collinear, 0, norm);
+  return cases::keys_tensor(rng, s.B, s.T, s.H, s.K, cases::KeySet::collinear, 0, norm, parallel_runs);
 }
 
 std::vector<Knob> raw_qk_norm_knobs() {

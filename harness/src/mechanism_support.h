@@ -15,9 +15,12 @@
 namespace larc::harness::detail {
 
 using cases::mix_seed;
-using cases::normal_tensor;
 using cases::Rng;
-using cases::uniform_tensor;
+
+// The case generators' Gaussian and uniform tensors, drawn in runs on the idle cores of the budget
+// (cores.h parallel_runs): the same values as one pass in order (cases::draw_in_runs).
+ref::Tensor<double> normal_tensor(Rng& rng, std::vector<std::int64_t> shape, double sigma);
+ref::Tensor<double> uniform_tensor(Rng& rng, std::vector<std::int64_t> shape, double lo, double hi);
 
 // The edge regimes as knobs (DESIGN.md "Randomized inputs"), each at its plain value by default and
 // marked `regime`, so the fuzzer draws the plain value half of the time:

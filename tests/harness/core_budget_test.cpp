@@ -1,14 +1,19 @@
 // The core budget (harness/cores.h): every mechanism's reference computation split over its
 // (sequence, head) pairs on idle cores gives bitwise the outputs of one call over all of them — at
 // every rung of the ladder the gate uses, in every form, and for the io baseline — TypedTensor's
-// element-wise passes split over runs likewise, and the gate's report does not depend on the number
-// of cores.
+// element-wise passes split over runs likewise, a case's inputs drawn in runs are bitwise those of
+// one pass over the stream, and the gate's report does not depend on the number of cores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
+#include <iterator>
+#include <string>
 #include <vector>
 
+#include "larc/cases/fla_tensors.h"
 #include "larc/harness/cores.h"
 #include "larc/harness/gate.h"
 #include "larc/harness/typed_tensor.h"
@@ -117,4 +122,55 @@ TEST(CoreBudget, EncodingAndDecodingSplitOverCoresAreElementwiseAndBitwiseOneCor
     }
     EXPECT_EQ(bytes[0], bytes[1]) << name;
   }
+}
+
+// Every mechanism's inputs — Gaussian and uniform tensors and collinear keys drawn in runs on the idle
+// cores — bitwise those drawn on one core, on a shape whose q spans three runs, in every key set and
+// entry kind.
+TEST(CoreBudget, CaseInputsDrawnInRunsOnIdleCoresAreBitwiseOnePassInOrder) {
+  const h::Shape s{.B = 2, .T = 700, .H = 3, .K = 32, .V = 32};
+  for (const std::string name : {"gdn", "gla", "log-linear-gdn", "ccq-gdn"}) {
+    const h::Mechanism& m = h::find_mechanism(name);
+    for (int key_set = 0; key_set < larc::cases::kKeySets; ++key_set) {
+      h::KnobValues given{{"key_set", double(key_set)}, {"entries", double(key_set == 2)}};
+      for (auto it = given.begin(); it != given.end();)
+        it = std::any_of(m.knobs.begin(), m.knobs.end(), [&](const h::Knob& k) { return k.name == it->first; })
+                 ? std::next(it) : given.erase(it);
+      h::ValueMap inputs[2];
+      for (unsigned cores : {1u, 4u}) {
+        const h::ScopedCoreBudget budget(cores);
+        inputs[cores == 1 ? 0 : 1] = m.generate(s, 17, m.resolve_knobs(given));
+      }
+      expect_bitwise_equal(inputs[0], inputs[1], name + " key_set " + std::to_string(key_set));
+    }
+  }
+}
+
+// A value that takes more draws than the others (a rejection) displaces every run after it: the runs
+// are drawn again in order, so the values and the stream's state after still equal one pass in order,
+// whichever order the runs ran in.
+TEST(CoreBudget, ARejectionInOneRunRedrawsInOrder) {
+  using larc::cases::Rng;
+  const std::size_t n = 1000, rejecting = 437;
+  auto draw_into = [&](std::vector<double>& out) {
+    return [&out, rejecting](Rng& r, std::size_t i) {
+      if (i == rejecting) r.uniform();  // a rejected draw
+      out[i] = r.uniform();
+    };
+  };
+  const auto backwards = [](std::size_t count, std::size_t run, const std::function<void(std::size_t, std::size_t)>& fn) {
+    for (std::size_t begin = (count - 1) / run * run;; begin -= run) {
+      fn(begin, std::min(count, begin + run));
+      if (begin == 0) break;
+    }
+  };
+  std::vector<double> in_order(n), in_runs(n);
+  Rng a(3), b(3);
+  larc::cases::draw_in_runs(a, n, 64, 1, larc::cases::in_order, draw_into(in_order));
+  larc::cases::draw_in_runs(b, n, 64, 1, backwards, draw_into(in_runs));
+  EXPECT_EQ(in_order, in_runs);
+  EXPECT_TRUE(a == b) << "the stream's state after differs";
+  Rng c(3);
+  c.skip(n + 1);
+  EXPECT_TRUE(a == c) << "n values and one rejected draw leave the stream n + 1 draws on";
 }

@@ -414,7 +414,7 @@ DgFormRow run_dg_forms_case(const GradientGrid& g, std::int64_t T, std::uint64_t
   spec.seed = seed;
   h::ValueMap values = m.generate(spec.shape, seed, m.resolve_knobs({}));
   cases::Rng rng(cases::mix_seed(seed, kStrongDecayStream));
-  values.at("g") = cases::uniform_tensor(rng, values.at("g").shape, kStrongDecayLo, kStrongDecayHi);
+  values.at("g") = cases::uniform_tensor(rng, values.at("g").shape, kStrongDecayLo, kStrongDecayHi, cases::in_order);
   const h::PreparedCase p = h::prepare_case(spec, values);
   const h::ValueMap inputs = h::decode_all(p.inputs);
   const h::ValueMap grads = m.compute(inputs, h::Precision::f32, ref::Form::serial, 0);
