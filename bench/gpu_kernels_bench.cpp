@@ -201,10 +201,11 @@ void register_all() {
     // VLA-C10 (SPEC §1) places VLA's crossover with softmax attention near 43,000 tokens: VLA kernels
     // (vla-chunked too: its target is to beat SDPA from 16k) are timed over 2^10 .. 2^17 tokens; the
     // other chunked kernels at FLA's chunk GDN anchor lengths (../shared/anchors/README.md)
-    // 2k .. 128k; the others at 2k, 8k, 32k.
+    // 2k .. 128k (the io-grade twins, *-chunked-io, too); the others at 2k, 8k, 32k.
+    const bool chunked_forward = k.name.ends_with("-chunked") || k.name.ends_with("-chunked-io");
     std::vector<std::int64_t> lengths{2048, 8192, 32768};
     if (k.mechanism == "vla") lengths = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
-    else if (k.name.ends_with("-chunked")) lengths = {2048, 8192, 32768, 65536, 131072};
+    else if (chunked_forward) lengths = {2048, 8192, 32768, 65536, 131072};
     for (std::int64_t T : lengths) {
       const Shape s{1, T, 16, 128, 128};
       if (!takes(k, s)) continue;
@@ -214,7 +215,7 @@ void register_all() {
           ->MinTime(0.1);
     }
     // Chunked and backward kernels are prefill kernels.
-    if (!k.limits.initial_state || k.name.ends_with("-chunked") || larc::harness::find_mechanism(k.mechanism).computes_gradients())
+    if (!k.limits.initial_state || chunked_forward || larc::harness::find_mechanism(k.mechanism).computes_gradients())
       continue;
     for (std::int64_t bh : {16, 132, 1024}) {
       const Shape s{bh, 1, 1, 128, 128};

@@ -10,7 +10,11 @@
 // ≥ K), e.g. 8.7 GB at B = 1, H = 16, T = 131,072; B·⌈T/64⌉ slots a head (varlen: ⌈T/64⌉ + N, after an
 // [N+1] int64 header of first slots). Allocated stream-ordered by each launch and freed after the last
 // kernel (chunk_launch.cuh), so a launch stays asynchronous.
+// Two grades: the fp32 grade (intermediate operands as three bf16 terms on the state's path, two on the
+// output's) and the io grade (every intermediate rounded once to the input dtype, declared so that the gate
+// judges it at io; its records are smaller: one plane instead of three and two on bf16).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -29,15 +33,26 @@ using namespace chunk_launch;
 constexpr float kKlaEps = float(mechanism_constants::kla_eps);
 constexpr std::int64_t kMaxK = 256;
 
+enum class Grade { fp32, io };
+
+// bf16 terms of the intermediate operands on the state's path and on chunk_output's (delta_rule_chunked.cuh
+// Record): the fp32 grade's, or the io grade's input terms (bf16 one, fp16 two). fp32 inputs have one
+// fp32 plane whatever the count (FMA in fp64), so their io kernels run the fp32 grade's instantiations.
+template <class T, Grade GRADE>
+constexpr int kStatePathTerms = GRADE == Grade::io && kMma<T> ? kInputTerms<T> : kStateTerms;
+template <class T, Grade GRADE>
+constexpr int kOutputPathTerms = GRADE == Grade::io && kMma<T> ? kInputTerms<T> : kOutputTerms;
+
 }  // namespace
 
 namespace delta_rule_chunked {
 
 using namespace chunk_launch;
 
-template <class T, int KP, Step STEP>
+template <class T, int KP, Step STEP, int ST, int OT>
 Status enqueue_states(const Params<T>& p, cudaStream_t stream, const std::string& name) {
-  const auto prepare = chunk_prepare<T, KP, STEP>;
+  static_assert(kMma<T> || (ST == kStateTerms && OT == kOutputTerms), "fp32 inputs: the fp32 grade's record");
+  const auto prepare = chunk_prepare<T, KP, STEP, ST, OT>;
   // bf16/fp16: the state in registers (register_state_pass.cuh); fp32: in shared memory, FMA in fp64.
   void (*pass)(Params<T>) = nullptr;
   int pass_threads = 0;
@@ -47,11 +62,11 @@ Status enqueue_states(const Params<T>& p, cudaStream_t stream, const std::string
     pass_threads = kThreads;
     pass_smem = sizeof(float) * PassLayout<T, KP>::kWords;
   } else {
-    pass = register_pass<T, KP>;
+    pass = register_pass<T, KP, ST, OT>;
     pass_threads = register_state_pass::kThreads;
-    pass_smem = sizeof(float) * register_state_pass::Layout<T, KP>::kWords;
+    pass_smem = sizeof(float) * register_state_pass::Layout<T, KP, ST>::kWords;
   }
-  const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
+  const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP, ST>::kWords;
   cudaError_t e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
   if (e != cudaSuccess) return cuda_failure(name, "shared-memory opt-in", e);  // nothing was launched
@@ -84,17 +99,18 @@ LARC_STATES_KP(float)
 
 namespace {
 
-template <class T, int KP, Step STEP>
+template <class T, Grade GRADE, int KP, Step STEP>
 Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
-  const auto output = chunk_output<T, KP>;
-  const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
+  constexpr int ST = kStatePathTerms<T, GRADE>, OT = kOutputPathTerms<T, GRADE>;
+  const auto output = chunk_output<T, KP, ST, OT>;
+  const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP, OT>::kWords;
   if (const cudaError_t e = allow_smem(output, output_smem); e != cudaSuccess)
     return cuda_failure(name, "shared-memory opt-in", e);  // nothing was launched
   float* workspace = nullptr;
-  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(states_workspace_floats<T, KP>(p));
+  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(states_workspace_floats<T, KP, ST, OT>(p));
   if (const Status st = allocate_workspace(name, bytes, stream, &workspace); !st) return st;
-  place_states_workspace<T, KP>(p, workspace);
-  if (const Status st = enqueue_states<T, KP, STEP>(p, stream, name); !st) {
+  place_states_workspace<T, KP, ST, OT>(p, workspace);
+  if (const Status st = enqueue_states<T, KP, STEP, ST, OT>(p, stream, name); !st) {
     (void)finish(name, workspace, stream);
     return st;
   }
@@ -103,7 +119,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   return finish(name, workspace, stream);
 }
 
-template <Step STEP>
+template <Step STEP, Grade GRADE>
 Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   Validator v(name, args);
   const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
@@ -160,36 +176,52 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     p.out_tiles = static_cast<int>(out_tiles);
     p.scale = scale;
     p.eps = kKlaEps;
-    if (p.K <= 64) return enqueue<T, 64, STEP>(p, stream_of(args), name);
-    if (p.K <= 128) return enqueue<T, 128, STEP>(p, stream_of(args), name);
-    return enqueue<T, 256, STEP>(p, stream_of(args), name);
+    if (p.K <= 64) return enqueue<T, GRADE, 64, STEP>(p, stream_of(args), name);
+    if (p.K <= 128) return enqueue<T, GRADE, 128, STEP>(p, stream_of(args), name);
+    return enqueue<T, GRADE, 256, STEP>(p, stream_of(args), name);
   });
 }
 
-template <Step STEP>
+template <Step STEP, Grade GRADE>
 Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
-  auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP>(args, name, varlen); };
+  auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP, GRADE>(args, name, varlen); };
   Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
   k.limits.value_head_groups = true;
   k.limits.chunk = kChunk;
+  k.io_grade = GRADE == Grade::io;
   return k;
+}
+
+// A kernel's entry and its varlen twin (`name`-varlen: FLA's cu_seqlens, B = 1).
+template <Step STEP, Grade GRADE>
+std::array<Kernel, 2> entries(const std::string& name, const std::string& mechanism, const std::string& description) {
+  return {kernel_entry<STEP, GRADE>(name, mechanism, description, false),
+          kernel_entry<STEP, GRADE>(name + "-varlen", mechanism, name + " over packed sequences (FLA cu_seqlens, B = 1)", true)};
 }
 
 }  // namespace
 
 void append_delta_rule_chunked_kernels(std::vector<Kernel>& out) {
-  out.push_back(kernel_entry<Step::beta>(
-      "gdn-chunked", "gdn",
-      "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, the state pass, then the output per "
-      "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA in fp64",
-      false));
-  out.push_back(kernel_entry<Step::kaczmarz>(
-      "kla-chunked", "kla", "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel",
-      false));
-  out.push_back(kernel_entry<Step::beta>("gdn-chunked-varlen", "gdn",
-                                         "gdn-chunked over packed sequences (FLA cu_seqlens, B = 1)", true));
-  out.push_back(kernel_entry<Step::kaczmarz>("kla-chunked-varlen", "kla",
-                                             "kla-chunked over packed sequences (FLA cu_seqlens, B = 1)", true));
+  const std::array<Kernel, 2> kernels[] = {
+      entries<Step::beta, Grade::fp32>(
+          "gdn-chunked", "gdn",
+          "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, the state pass, then the output per "
+          "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA in fp64"),
+      entries<Step::kaczmarz, Grade::fp32>(
+          "kla-chunked", "kla", "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel"),
+      entries<Step::beta, Grade::io>(
+          "gdn-chunked-io", "gdn",
+          "gdn-chunked with every intermediate operand rounded once to the input dtype (one MMA per product on "
+          "bf16), declared io"),
+      entries<Step::kaczmarz, Grade::io>(
+          "kla-chunked-io", "kla",
+          "kla-chunked with every intermediate operand rounded once to the input dtype, declared io")};
+  // Per grade (kernels[0..1] fp32, [2..3] io) the entries, then their varlen twins, as the registry listed
+  // the fp32 grade's.
+  for (int grade = 0; grade < 2; ++grade) {
+    for (int i = 0; i < 2; ++i) out.push_back(kernels[2 * grade + i][0]);
+    for (int i = 0; i < 2; ++i) out.push_back(kernels[2 * grade + i][1]);
+  }
 }
 
 }  // namespace larc::gpu::detail

@@ -33,6 +33,11 @@
 // miss the gate's fp32 tolerance: docs/perf-notes.md, "Chunked GDN / KLA" row 1) and as two in
 // chunk_output, whose o is rounded to the input dtype. fp32 inputs: the same products by FMA in fp64 —
 // never TF32 (FLA's chunk kernel on fp32 inputs returns TF32-grade results: ../shared/anchors/README.md).
+// The io grade (gdn/kla-chunked-io, declared io: docs/gate.md "Precision grades"): every intermediate
+// operand, on the state's path and chunk_output's, rounded once to the input dtype's terms — bf16 one term,
+// one MMA per product as FLA's h, w, v_new; fp16 two bf16 terms (16 bits, fp16 has 11) — so the fp32
+// final state carries S's rounding per chunk. U, summed into V_new and no product's operand, stays fp32;
+// fp32 inputs keep the arithmetic above.
 #pragma once
 
 #include <cstdint>
@@ -88,17 +93,22 @@ struct Params {
   float scale = 1, eps = 0;
 };
 
+// ST, OT (template parameters below): the bf16 terms of an intermediate operand on the state's path (T, W,
+// K̃, S_c and V_new in the state pass) and on chunk_output's (S_c, P, V_new). The fp32 grade's kStateTerms and
+// kOutputTerms by default; the io kernels (gdn/kla-chunked-io) take the input's terms for both, every
+// intermediate rounded once to the input dtype (delta_rule_chunked.cu).
+
 // One chunk's record in the workspace (4-byte words; every part a multiple of 16 bytes), operands in
 // the layout of Operand so that they are copied to shared memory as they are:
-//   W [64 rows][KP] and K̃ᵀ = (Diag(Γ_{n−1,·}) K)ᵀ [KP rows][64] in kStateTerms planes (chunk_prepare → state_pass),
+//   W [64 rows][KP] and K̃ᵀ = (Diag(Γ_{n−1,·}) K)ᵀ [KP rows][64] in ST planes (chunk_prepare → state_pass),
 //   U [64][V] fp32 (chunk_prepare → state_pass),
-//   V_new [V rows][64] and P [64 rows][64] in kOutputTerms planes (→ chunk_output), γ [64].
-template <class T, int KP>
+//   V_new [V rows][64] and P [64 rows][64] in OT planes (→ chunk_output), γ [64].
+template <class T, int KP, int ST = kStateTerms, int OT = kOutputTerms>
 struct Record {
-  static constexpr int kW = operand_words<T, kStateTerms>(kChunk, KP);
-  static constexpr int kKt = operand_words<T, kStateTerms>(KP, kChunk);
-  static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
-  static __host__ __device__ std::int64_t vn_words(int V) { return std::int64_t{operand_words<T, kOutputTerms>(1, kChunk)} * V; }
+  static constexpr int kW = operand_words<T, ST>(kChunk, KP);
+  static constexpr int kKt = operand_words<T, ST>(KP, kChunk);
+  static constexpr int kP = operand_words<T, OT>(kChunk, kChunk);
+  static __host__ __device__ std::int64_t vn_words(int V) { return std::int64_t{operand_words<T, OT>(1, kChunk)} * V; }
   static __host__ __device__ std::int64_t words(int V) {
     return kW + kKt + std::int64_t{kChunk} * V + vn_words(V) + kP + kChunk;
   }
@@ -110,9 +120,9 @@ struct Record {
   static __device__ float* gamma(float* r, int V) { return p(r, V) + kP; }
 };
 
-template <class T, int KP>
+template <class T, int KP, int ST = kStateTerms, int OT = kOutputTerms>
 __device__ __forceinline__ float* record_of(const Params<T>& p, int h, std::int64_t slot) {
-  return p.workspace + (h * p.slots + slot) * Record<T, KP>::words(p.V);
+  return p.workspace + (h * p.slots + slot) * Record<T, KP, ST, OT>::words(p.V);
 }
 
 // (T Diag(β))ᵀ of (head, slot), the chunk's attention solve (A_chunk = P T Diag(β) is the chunk's own
@@ -124,14 +134,14 @@ __device__ __forceinline__ Operand<T, kOutputTerms, kChunk> solve_operand(const 
   return operand_at<T, kOutputTerms, kChunk>(p.solve + (h * p.slots + slot) * kSolveWords<T>, kChunk);
 }
 
-// S_c of (head, slot) as chunk_output's B operand: [V rows][KP] in kOutputTerms planes.
-template <class T, int KP>
+// S_c of (head, slot) as chunk_output's B operand: [V rows][KP] in OT planes.
+template <class T, int KP, int OT = kOutputTerms>
 __host__ __device__ constexpr std::int64_t state_words(int V) {
-  return std::int64_t{operand_words<T, kOutputTerms>(1, KP)} * V;
+  return std::int64_t{operand_words<T, OT>(1, KP)} * V;
 }
-template <class T, int KP>
+template <class T, int KP, int OT = kOutputTerms>
 __device__ __forceinline__ float* state_of(const Params<T>& p, int h, std::int64_t slot) {
-  return p.states + (h * p.slots + slot) * state_words<T, KP>(p.V);
+  return p.states + (h * p.slots + slot) * state_words<T, KP, OT>(p.V);
 }
 
 __device__ __forceinline__ std::int64_t offset_at(const void* cu_seqlens, bool int64, std::int64_t i) {
@@ -268,22 +278,22 @@ __device__ __forceinline__ void unit_lower_inverse_column(const float* a, int pi
 // Shared memory (words): the ChunkDecays; β, γ, g, Γ_{n−1,·} [64]; K [64 rows][KP]
 // and Kᵀ [KP rows][64] (input terms); A, then T Diag(β), fp32 [64][68]; and a region holding Q [64][KP]
 // (input terms) and Γ fp32 [64][68] while A and P are formed, then T Diag(β) (Diag(γ)) [64][64]
-// (kStateTerms) and a Vᵀ tile [kPrepTileV rows][64] (input terms).
-template <class T, int KP>
+// (ST) and a Vᵀ tile [kPrepTileV rows][64] (input terms).
+template <class T, int KP, int ST = kStateTerms>
 struct PrepareLayout {
   static constexpr int kIn = kInputTerms<T>;
   static constexpr int kSquare = kChunk * (kChunk + 4);
   static constexpr int kK = operand_words<T, kIn>(kChunk, KP);
   static constexpr int kKt = operand_words<T, kIn>(KP, kChunk);
-  static constexpr int kT = operand_words<T, kStateTerms>(kChunk, kChunk);
+  static constexpr int kT = operand_words<T, ST>(kChunk, kChunk);
   static constexpr int kVt = operand_words<T, kIn>(kPrepTileV, kChunk);
   static constexpr int kRegion = kK + kSquare > kT + kVt ? kK + kSquare : kT + kVt;
   static constexpr int kWords = ChunkDecays::kWords + 4 * kChunk + kK + kKt + kSquare + kRegion;
 };
 
-template <class T, int KP, Step STEP>
+template <class T, int KP, Step STEP, int ST = kStateTerms, int OT = kOutputTerms>
 __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(const Params<T> p) {
-  using L = PrepareLayout<T, KP>;
+  using L = PrepareLayout<T, KP, ST>;
   constexpr int in = L::kIn, cp = kChunk + 4;
   extern __shared__ float4 smem_vec[];
   const ChunkDecays decays(reinterpret_cast<float*>(smem_vec));
@@ -299,7 +309,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   const auto kt_op = operand_at<T, in, kChunk>(kt_words, KP);
   const auto q_op = operand_at<T, in, KP>(region, kChunk);
   float* const ratio_s = region + L::kK;                             // Γ [64][cp], zero above the diagonal
-  const auto t_op = operand_at<T, kStateTerms, kChunk>(region, kChunk);
+  const auto t_op = operand_at<T, ST, kChunk>(region, kChunk);
   const auto vt_op = operand_at<T, in, kChunk>(region + L::kT, kPrepTileV);
 
   const std::int64_t slot = blockIdx.x % p.slots;
@@ -310,8 +320,8 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   const int K = p.K, V = p.V;
   const TokenRows<const T> q = rows_of(p.q, b, h / p.group), k = rows_of(p.k, b, h / p.group), v = rows_of(p.v, b, h);
   const TokenRows<const T> gate = rows_of(p.gate, b, h), step = rows_of(p.step, b, h);
-  float* const record = record_of<T, KP>(p, h, slot);
-  using R = Record<T, KP>;
+  float* const record = record_of<T, KP, ST, OT>(p, h, slot);
+  using R = Record<T, KP, ST, OT>;
 
   fill(k_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(k(t0 + i, d)) : 0.f; });
   fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
@@ -345,12 +355,12 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
 
   // Kᵀ (W's B operand) here, K̃ᵀ = (Diag(Γ_{n−1,·}) K)ᵀ (the state update's A operand) to the record.
   fill(kt_op, KP, [&](int d, int j) { return element(k_op, j, d); });
-  fill(operand_at<T, kStateTerms, kChunk>(R::kt(record), KP), KP,
+  fill(operand_at<T, ST, kChunk>(R::kt(record), KP), KP,
        [&](int d, int j) { return to_end_s[j] * element(k_op, j, d); });
 
   // A = StrictLower(Diag(β) K K^T ⊙ Γ) into t_s; P = (Q K^T) ⊙ Γ (lower, diagonal included) to the record.
   {
-    const auto p_out = operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk);
+    const auto p_out = operand_at<T, OT, kChunk>(R::p(record, V), kChunk);
     for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
       float acc[2][4];
       zero(acc);
@@ -384,7 +394,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j] * gamma_s[j]; });
   __syncthreads();
   {
-    const auto w_out = operand_at<T, kStateTerms, KP>(R::w(record), kChunk);
+    const auto w_out = operand_at<T, ST, KP>(R::w(record), kChunk);
     for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
       float acc[2][4];
       zero(acc);
@@ -446,10 +456,10 @@ __device__ __forceinline__ bool pass_block(const Params<T>& p, PassBlock& pb) {
 }
 
 // The state pass of bf16/fp16 inputs: register_state_pass.cuh with Bᵀ = K̃ᵀ and d_c = γ_{n−1}.
-template <class T, int KP>
+template <class T, int KP, int ST = kStateTerms, int OT = kOutputTerms>
 __global__ void __launch_bounds__(register_state_pass::kThreads, 1) register_pass(const Params<T> p) {
   namespace rs = register_state_pass;
-  using R = Record<T, KP>;
+  using R = Record<T, KP, ST, OT>;
   extern __shared__ float4 smem_vec[];
   PassBlock pb;
   if (!pass_block<rs::kThreads, KP>(p, pb)) return;
@@ -458,11 +468,11 @@ __global__ void __launch_bounds__(register_state_pass::kThreads, 1) register_pas
   rs::for_each_state<KP>(x, pb.col0, [&](float& e, int key, int col) {
     e = p.initial_state.data != nullptr && key < K && col < V ? *p.initial_state.at(pb.sequence, pb.h, key, col) : 0.f;
   });
-  rs::run<T, KP>(x, pb.chunks, pb.col0, V, [&](std::int64_t c) {
-    float* const record = record_of<T, KP>(p, pb.h, pb.first_slot + c);
+  rs::run<T, KP, ST, OT>(x, pb.chunks, pb.col0, V, [&](std::int64_t c) {
+    float* const record = record_of<T, KP, ST, OT>(p, pb.h, pb.first_slot + c);
     const std::int64_t slot = pb.first_slot + c, chunk_index = pb.h * p.slots + slot;
     return rs::ChunkIo{R::w(record), R::kt(record), R::u(record), R::gamma(record, V) + pb.length(c) - 1,
-                       R::vn(record, V), state_of<T, KP>(p, pb.h, slot),
+                       R::vn(record, V), state_of<T, KP, OT>(p, pb.h, slot),
                        p.states_f32 != nullptr ? p.states_f32 + chunk_index * V * KP : nullptr,
                        p.vnew_f32 != nullptr ? p.vnew_f32 + chunk_index * kChunk * V : nullptr};
   }, reinterpret_cast<float*>(smem_vec));
@@ -580,27 +590,27 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
 
 // ---- chunk_output ----------------------------------------------------------------------------------
 // Shared memory (words): Q [64 rows][KP] (input terms), S_c [kOutTileV rows][KP], P [64 rows][64],
-// V_new [kOutTileV rows][64] (kOutputTerms planes), γ [64]: 88 KB at KP = 128 (bf16).
-template <class T, int KP>
+// V_new [kOutTileV rows][64] (OT planes), γ [64]: 88 KB at KP = 128 (bf16, fp32 grade).
+template <class T, int KP, int OT = kOutputTerms>
 struct OutputLayout {
   static constexpr int kQ = operand_words<T, kInputTerms<T>>(kChunk, KP);
-  static constexpr int kS = operand_words<T, kOutputTerms>(kOutTileV, KP);
-  static constexpr int kP = operand_words<T, kOutputTerms>(kChunk, kChunk);
-  static constexpr int kVn = operand_words<T, kOutputTerms>(kOutTileV, kChunk);
+  static constexpr int kS = operand_words<T, OT>(kOutTileV, KP);
+  static constexpr int kP = operand_words<T, OT>(kChunk, kChunk);
+  static constexpr int kVn = operand_words<T, OT>(kOutTileV, kChunk);
   static constexpr int kWords = kQ + kS + kP + kVn + kChunk;
 };
 
 // o = scale [Diag(γ) Q S_c + P V_new] for the rows < n of one chunk, columns [v0, v0 + kOutTileV).
-template <class T, int KP>
+template <class T, int KP, int ST = kStateTerms, int OT = kOutputTerms>
 __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_output(const Params<T> p) {
-  using L = OutputLayout<T, KP>;
-  using R = Record<T, KP>;
+  using L = OutputLayout<T, KP, OT>;
+  using R = Record<T, KP, ST, OT>;
   extern __shared__ float4 smem_vec[];
   float* const q_words = reinterpret_cast<float*>(smem_vec);
   const auto q_op = operand_at<T, kInputTerms<T>, KP>(q_words, kChunk);
-  const auto s_op = operand_at<T, kOutputTerms, KP>(q_words + L::kQ, kOutTileV);
-  const auto p_op = operand_at<T, kOutputTerms, kChunk>(q_words + L::kQ + L::kS, kChunk);
-  const auto vn_op = operand_at<T, kOutputTerms, kChunk>(q_words + L::kQ + L::kS + L::kP, kOutTileV);
+  const auto s_op = operand_at<T, OT, KP>(q_words + L::kQ, kOutTileV);
+  const auto p_op = operand_at<T, OT, kChunk>(q_words + L::kQ + L::kS, kChunk);
+  const auto vn_op = operand_at<T, OT, kChunk>(q_words + L::kQ + L::kS + L::kP, kOutTileV);
   float* const gamma_s = q_words + L::kQ + L::kS + L::kP + L::kVn;
 
   const int tile = static_cast<int>(blockIdx.x % p.out_tiles);
@@ -610,13 +620,13 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_output(cons
   int n;
   if (!chunk_of_slot(p, slot, b, t0, n)) return;
   const int K = p.K, V = p.V, v0 = tile * kOutTileV;
-  float* const record = record_of<T, KP>(p, h, slot);
+  float* const record = record_of<T, KP, ST, OT>(p, h, slot);
 
   const TokenRows<const T> q = rows_of(p.q, b, h / p.group);
   fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
-  copy_rows(s_op, operand_at<T, kOutputTerms, KP>(state_of<T, KP>(p, h, slot), V), v0, V);
-  copy_rows(p_op, operand_at<T, kOutputTerms, kChunk>(R::p(record, V), kChunk), 0, kChunk);
-  copy_rows(vn_op, operand_at<T, kOutputTerms, kChunk>(R::vn(record, V), V), v0, V);
+  copy_rows(s_op, operand_at<T, OT, KP>(state_of<T, KP, OT>(p, h, slot), V), v0, V);
+  copy_rows(p_op, operand_at<T, OT, kChunk>(R::p(record, V), kChunk), 0, kChunk);
+  copy_rows(vn_op, operand_at<T, OT, kChunk>(R::vn(record, V), V), v0, V);
   if (threadIdx.x < kChunk) gamma_s[threadIdx.x] = R::gamma(record, V)[threadIdx.x];
   __syncthreads();
 
@@ -644,23 +654,24 @@ template <class T, int KP>
 std::int64_t states_header_floats(const Params<T>& p) {
   return p.cu_seqlens != nullptr ? (2 * (p.sequences + 1) + kChunk - 1) / kChunk * kChunk : 0;
 }
-template <class T, int KP>
+template <class T, int KP, int ST = kStateTerms, int OT = kOutputTerms>
 std::int64_t states_workspace_floats(const Params<T>& p) {
   const std::int64_t records = p.H * p.slots;
-  return states_header_floats<T, KP>(p) + records * (Record<T, KP>::words(p.V) + state_words<T, KP>(p.V));
+  return states_header_floats<T, KP>(p) + records * (Record<T, KP, ST, OT>::words(p.V) + state_words<T, KP, OT>(p.V));
 }
 // Points p's workspace, states and (varlen) first_slot into `workspace` (nullptr when it is empty).
-template <class T, int KP>
+template <class T, int KP, int ST = kStateTerms, int OT = kOutputTerms>
 void place_states_workspace(Params<T>& p, float* workspace) {
   if (workspace == nullptr) return;
   p.workspace = workspace + states_header_floats<T, KP>(p);
-  p.states = p.workspace + p.H * p.slots * Record<T, KP>::words(p.V);
+  p.states = p.workspace + p.H * p.slots * Record<T, KP, ST, OT>::words(p.V);
   if (p.cu_seqlens != nullptr) p.first_slot = reinterpret_cast<std::int64_t*>(workspace);
 }
 // Enqueues chunk_map (varlen), chunk_prepare and the state pass on p's placed workspace: every record,
-// every S_c and the final state (when p.final_state is set). Defined in delta_rule_chunked.cu for
-// T ∈ {bf16, fp16, fp32}, KP ∈ {64, 128, 256} and both steps.
-template <class T, int KP, Step STEP>
+// every S_c and the final state (when p.final_state is set). Defined in delta_rule_chunked.cu, and
+// instantiated there for the other units (the chunked backward) with the fp32 grade's terms, T ∈ {bf16,
+// fp16, fp32}, KP ∈ {64, 128, 256} and both steps.
+template <class T, int KP, Step STEP, int ST = kStateTerms, int OT = kOutputTerms>
 Status enqueue_states(const Params<T>& p, cudaStream_t stream, const std::string& name);
 
 }  // namespace larc::gpu::detail::delta_rule_chunked

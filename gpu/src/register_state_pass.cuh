@@ -10,11 +10,13 @@
 // fragments of X_c Wᵀ (fragment_terms), so X never leaves the registers: each warp forms the part of
 // X_c Wᵀ over its keys, the parts meet in shared memory (summed in warp order), and warp w forms V_newᵀ
 // for the tokens [16w, 16w + 16), split once into the update's A operand, read by every warp. Products take
-// the operands as kStateTerms bf16 terms (24 bits: the final state is fp32 and judged as such).
+// the operands as S bf16 terms: kStateTerms (24 bits) where the final state is judged as fp32, the input's
+// terms where it is judged at io (gdn/kla-chunked-io: X rounded once per chunk, as FLA's h).
 //
 // The chunk's W and U (one cp.async group) and Bᵀ (another) are staged as in the records; W of chunk
 // c + 1 loads while chunk c's update runs, Bᵀ of chunk c + 1 while its V_newᵀ is formed (KP > 128: one
-// buffer for both, loaded in turn). X_c (kOutputTerms planes) and V_new go to the caller's workspaces.
+// buffer for both, loaded in turn). X_c and V_new go to the caller's workspaces in O planes (kOutputTerms:
+// read by an output kernel only, whose o is rounded). vla-chunked takes the default S and O.
 #pragma once
 
 #include <cstdint>
@@ -39,28 +41,29 @@ constexpr int kKeys = KP / kWarps;  // keys per warp
 template <int KP>
 using State = float[kKeys<KP> / 8][4];  // a warp's slice of X: n-tile j holds keys w·KS + 8j + 2t + r % 2
 
-// One chunk's operands and outputs (global memory).
+// One chunk's operands and outputs (global memory); S and O: run's term counts.
 struct ChunkIo {
-  float* w;            // W [64 rows][KP], kStateTerms planes
-  float* bt;           // Bᵀ [KP rows][64], kStateTerms planes
+  float* w;            // W [64 rows][KP], S planes
+  float* bt;           // Bᵀ [KP rows][64], S planes
   const float* u;      // U [64][V] fp32
   const float* decay;  // d_c (nullptr: 1)
-  float* vn;           // V_new [V rows][64], kOutputTerms planes
-  float* state;        // X_c [V rows][KP], kOutputTerms planes
+  float* vn;           // V_new [V rows][64], O planes
+  float* state;        // X_c [V rows][KP], O planes
   float* state_f32 = nullptr;  // optional: X_c [V rows][KP] fp32
   float* vn_f32 = nullptr;     // optional: V_new [64 tokens][V] fp32
 };
 
-template <class T, int KP>
+// S: the bf16 terms of the state path's operands (W, Bᵀ, X, V_newᵀ).
+template <class T, int KP, int S = kStateTerms>
 struct Layout {
   static_assert(kKeys<KP> % 16 == 0, "each warp's keys are whole k-steps");
   static constexpr bool kShared = KP > 128;  // W and Bᵀ in one buffer, loaded in turn
-  static constexpr int kW = operand_words<T, kStateTerms>(kChunk, KP);
-  static constexpr int kBt = operand_words<T, kStateTerms>(KP, kChunk);
+  static constexpr int kW = operand_words<T, S>(kChunk, KP);
+  static constexpr int kBt = operand_words<T, S>(KP, kChunk);
   static constexpr int kBuffers = kShared ? (kW > kBt ? kW : kBt) : kW + kBt;
   static constexpr int kU = kChunk * kUPitch;
   static constexpr int kPart = kTileV * kPartPitch;
-  static constexpr int kVn = operand_words<T, kStateTerms>(kTileV, kChunk);
+  static constexpr int kVn = operand_words<T, S>(kTileV, kChunk);
   static constexpr int kWords = kBuffers + kU + kWarps * kPart + kVn;
 };
 
@@ -75,11 +78,12 @@ __device__ __forceinline__ void for_each_state(State<KP>& x, int col0, F f) {
 }
 
 // The chunks [0, chunks) in order from the state x (this lane's slice; left holding X_chunks). io(c)
-// gives chunk c's ChunkIo; V: the value columns (rows of U's and the outputs' operands). smem: Layout.
-template <class T, int KP, class Io>
+// gives chunk c's ChunkIo; V: the value columns (rows of U's and the outputs' operands). smem: Layout<T, KP, S>.
+// S, O: the bf16 terms of the state path's operands and of the outputs X_c and V_new.
+template <class T, int KP, int S = kStateTerms, int O = kOutputTerms, class Io>
 __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0, int V, Io io, float* smem) {
-  using L = Layout<T, KP>;
-  constexpr int S = kStateTerms, KS = kKeys<KP>;
+  using L = Layout<T, KP, S>;
+  constexpr int KS = kKeys<KP>;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, w = threadIdx.x / 32;
   float* const w_words = smem;
   float* const bt_words = L::kShared ? smem : smem + L::kW;
@@ -112,8 +116,8 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
       wait_async<1>();  // W and U of chunk c (its Bᵀ may still be in flight)
     __syncthreads();
 
-    // X_c (kOutputTerms planes) for the output kernel.
-    const auto state_out = operand_at<T, kOutputTerms, KP>(chunk.state, V);
+    // X_c (O planes) for the output kernel.
+    const auto state_out = operand_at<T, O, KP>(chunk.state, V);
 #pragma unroll
     for (int j = 0; j < KS / 8; ++j)
 #pragma unroll
@@ -146,10 +150,10 @@ __device__ __forceinline__ void run(State<KP>& x, std::int64_t chunks, int col0,
     }
     __syncthreads();
 
-    // V_newᵀ = Uᵀ − Σ_warps parts for the tokens [16w, 16w + 16), split once into vn_op and (kOutputTerms
-    // planes) to V_new.
+    // V_newᵀ = Uᵀ − Σ_warps parts for the tokens [16w, 16w + 16), split once into vn_op and (O planes) to
+    // V_new.
     {
-      const auto vn_out = operand_at<T, kOutputTerms, kChunk>(chunk.vn, V);
+      const auto vn_out = operand_at<T, O, kChunk>(chunk.vn, V);
 #pragma unroll
       for (int jj = 0; jj < 2; ++jj)
 #pragma unroll

@@ -40,7 +40,9 @@ struct VarlenKernel {
 constexpr VarlenKernel kKernels[] = {{"gdn-fused-recurrent-varlen", "gdn-fused-recurrent", "gdn", "beta"},
                                      {"kla-fused-recurrent-varlen", "kla-fused-recurrent", "kla", "eta"},
                                      {"gdn-chunked-varlen", "gdn-chunked", "gdn", "beta"},
-                                     {"kla-chunked-varlen", "kla-chunked", "kla", "eta"}};
+                                     {"kla-chunked-varlen", "kla-chunked", "kla", "eta"},
+                                     {"gdn-chunked-io-varlen", "gdn-chunked-io", "gdn", "beta"},
+                                     {"kla-chunked-io-varlen", "kla-chunked-io", "kla", "eta"}};
 
 constexpr std::size_t kGuardBytes = 256;  // 0xFF bytes (NaN) after every device tensor
 

@@ -127,16 +127,28 @@ def crossover(kernel, sdpa):
     return None
 
 
+# The io-grade chunked GDN / KLA forward's target against the same peer (its rounding is FLA's: one term a product).
+IO_CHUNKED_TARGET, IO_CHUNKED_FLOOR = 1.3, 1.0
+
+
 def chunked_targets(rows):
     """The chunked kernels' speed targets (docs/perf-notes.md), one line each where its rows were measured."""
     out = []
     prefill = {(r["kernel"], r["T"]): r for r in rows if r["kind"] == "prefill"}
-    for name in ("gdn-chunked", "kla-chunked"):
+    for name in ("gdn-chunked", "kla-chunked", "gdn-chunked-io", "kla-chunked-io"):
         rs = [r for (k, t), r in prefill.items() if k == name and t >= 8192 and r["speedup"]]
-        if rs:
-            worst = min(rs, key=lambda r: r["speedup"])
-            out.append(f"- {name} vs FLA chunk GDN (≥ 1.0× at every T ≥ 8k, aim 1.3×): worst {worst['speedup']:.2f}× "
-                       f"at T = {worst['T']} — {'met' if worst['speedup'] >= 1.0 else 'NOT met'}.")
+        if not rs:
+            continue
+        worst = min(rs, key=lambda r: r["speedup"])
+        x = worst["speedup"]
+        if name.endswith("-io"):
+            verdict = ("met" if x >= IO_CHUNKED_TARGET else
+                       f"NOT met ({'above' if x >= IO_CHUNKED_FLOOR else 'below'} the {IO_CHUNKED_FLOOR:.1f}× floor)")
+            out.append(f"- {name} vs FLA chunk GDN (≥ {IO_CHUNKED_TARGET:.1f}× FLA's chunk_gated_delta_rule at every "
+                       f"T ≥ 8k (floor {IO_CHUNKED_FLOOR:.1f}×)): worst {x:.2f}× at T = {worst['T']} — {verdict}.")
+        else:
+            out.append(f"- {name} vs FLA chunk GDN (≥ 1.0× at every T ≥ 8k, aim 1.3×): worst {x:.2f}× "
+                       f"at T = {worst['T']} — {'met' if x >= 1.0 else 'NOT met'}.")
     for (k, t), r in sorted(prefill.items()):
         if k == "log-linear-chunked" and t == 65536 and r["speedup"]:
             out.append(f"- {k} vs FLA chunk log-linear at T = 64k (≥ 3×): {r['speedup']:.2f}× — "

@@ -171,7 +171,7 @@ accuracy|full|perf)
     $B/larc diff "$acc/fixtures/${name%%.*}.safetensors" "$c" --kernel "fla.${name#*.}" --json "$out/accuracy/diff_$name.json" \
       > "$out/accuracy/diff_$name.txt" 2>&1
   done
-  KERNELS='^gdn-(fused-recurrent|chunked)$'
+  KERNELS='^gdn-(fused-recurrent|chunked|chunked-io)$'
   acc_subjects=(); for s in $(gpu_subjects); do acc_subjects+=(--subject "$s"); done
   $B/larc gate "${acc_subjects[@]}" --no-grid --random 0 --fixtures "$acc/fixtures" --json "$out/accuracy/larc.json" \
     > "$out/accuracy/larc.txt" 2>&1; echo "larc on the fixtures: exit $?"

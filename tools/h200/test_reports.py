@@ -48,6 +48,8 @@ class BenchReport(unittest.TestCase):
     def test_peers_of_each_kernel_family(self):
         self.assertEqual(bench_report.peer_of("gdn-chunked", "prefill"), "fla-chunk-gdn")
         self.assertEqual(bench_report.peer_of("kla-chunked", "prefill"), "fla-chunk-gdn")
+        self.assertEqual(bench_report.peer_of("gdn-chunked-io", "prefill"), "fla-chunk-gdn")
+        self.assertEqual(bench_report.peer_of("kla-chunked-io", "prefill"), "fla-chunk-gdn")
         self.assertEqual(bench_report.peer_of("log-linear-chunked", "prefill"), "fla-chunk-log-linear")
         self.assertEqual(bench_report.peer_of("log-linear-gdn-chunked", "prefill"), "sdpa-causal")
         self.assertEqual(bench_report.peer_of("gdn-fused-recurrent", "decode"), "fla-fused-recurrent-gdn")
@@ -84,6 +86,23 @@ class BenchReport(unittest.TestCase):
         self.assertIn("log-linear-chunked vs FLA chunk log-linear at T = 64k (≥ 3×): 3.50× — met", md)
         _, md = self.run_report(rows[:1], peers[:1])
         self.assertIn("worst 1.10× at T = 8192 — met", md)
+
+    def test_io_chunked_target_is_judged_at_1_3x_with_a_1x_floor(self):
+        rows = [bench_row("gdn-chunked-io", 2048, 1.0), bench_row("gdn-chunked-io", 8192, 0.3),
+                bench_row("gdn-chunked-io", 32768, 1.0), bench_row("kla-chunked-io", 8192, 0.3),
+                bench_row("gdn-chunked", 8192, 0.4)]
+        peers = [peer("fla-chunk-gdn", 2048, 0.1), peer("fla-chunk-gdn", 8192, 0.44), peer("fla-chunk-gdn", 32768, 1.2)]
+        report, md = self.run_report(rows, peers)
+        self.assertTrue(all(r["peer"] == "fla-chunk-gdn" for r in report["rows"]))
+        # T = 2048 is below 8k: its 0.10× does not count; the worst from 8k is 1.20× at 32768.
+        self.assertIn("- gdn-chunked-io vs FLA chunk GDN (≥ 1.3× FLA's chunk_gated_delta_rule at every T ≥ 8k "
+                      "(floor 1.0×)): worst 1.20× at T = 32768 — NOT met (above the 1.0× floor).", md)
+        self.assertIn("- kla-chunked-io vs FLA chunk GDN (≥ 1.3× FLA's chunk_gated_delta_rule at every T ≥ 8k "
+                      "(floor 1.0×)): worst 1.47× at T = 8192 — met.", md)
+        # The fp32-grade kernel keeps its own line.
+        self.assertIn("- gdn-chunked vs FLA chunk GDN (≥ 1.0× at every T ≥ 8k, aim 1.3×): worst 1.10× at T = 8192 — met.", md)
+        _, md = self.run_report([bench_row("gdn-chunked-io", 8192, 0.5)], peers[1:2])
+        self.assertIn("worst 0.88× at T = 8192 — NOT met (below the 1.0× floor).", md)
 
     def test_decode_target_is_judged_per_decode_kind_with_the_l2_caveat(self):
         # 17.3 MB a step at B×H = 132: 0.0068 ms is 63.6% of 4000 GB/s, 0.0094 ms 46%.
