@@ -1,4 +1,4 @@
-// Host side of the chunked launchers (delta_rule_chunked.cu, log_linear_chunked.cu): shared-memory
+// Host side of the chunked launchers (delta_rule_chunked.cu, log_linear_chunked.cu): their grades, shared-memory
 // opt-in, the failure wording, and the stream-ordered workspace between their kernels.
 #pragma once
 
@@ -10,6 +10,10 @@
 #include "kernel_common.cuh"
 
 namespace larc::gpu::detail::chunk_launch {
+
+// A chunked kernel's declared grade (Kernel::io_grade): fp32, or io (intermediate operands rounded to the
+// input dtype; docs/gate.md "Precision grades").
+enum class Grade { fp32, io };
 
 // Opts a kernel into `bytes` of dynamic shared memory when above the default 48 KB.
 template <class Kernel>

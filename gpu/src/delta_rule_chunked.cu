@@ -33,8 +33,6 @@ using namespace chunk_launch;
 constexpr float kKlaEps = float(mechanism_constants::kla_eps);
 constexpr std::int64_t kMaxK = 256;
 
-enum class Grade { fp32, io };
-
 // bf16 terms of the intermediate operands on the state's path and on chunk_output's (delta_rule_chunked.cuh
 // Record): the fp32 grade's, or the io grade's input terms (bf16 one, fp16 two). fp32 inputs have one
 // fp32 plane whatever the count (FMA in fp64), so their io kernels run the fp32 grade's instantiations.

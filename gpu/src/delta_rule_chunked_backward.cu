@@ -32,8 +32,6 @@ constexpr float kKlaEps = float(mechanism_constants::kla_eps);
 constexpr std::int64_t kMaxK = 256;
 constexpr std::int64_t kTailBlocks = 1024;  // zero_outside_sequences' grid at most: blocks stride over tokens
 
-enum class Grade { fp32, io };
-
 // Rounded up to whole 16-byte groups, so that every part of the workspace is aligned for float4 copies.
 constexpr std::int64_t aligned(std::int64_t floats) { return (floats + 3) / 4 * 4; }
 

@@ -17,6 +17,7 @@
 #   tools/h200/kernels_run.sh regimes # the gate's edge regimes (heavy tails, orthonormal keys, g = 0 and −∞, β up to 2)
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 #   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
+#   tools/h200/kernels_run.sh throughput  # the gate's throughput alone (< 3 min)
 #   tools/h200/kernels_run.sh torch   # larc's kernels gated from torch (larc.gpu), GPU tests, the gate's default grid
 #   tools/h200/kernels_run.sh qk-l2norm  # FLA's kernels with in-kernel l2norm of raw q, k, judged per grade
 #   tools/h200/kernels_run.sh grad-io  # FLA's backward on gradient fixtures at the io grade (a CPU-only bundle serves)
@@ -92,6 +93,21 @@ sanitizer_report() {
 install_fla() {
   [ -d /tmp/site/fla ] || python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
     .wheels/fla_core-*.whl .wheels/flash_linear_attention-*.whl .wheels/einops-*.whl
+}
+
+# The gate's throughput (docs/perf-notes.md "The gate's throughput"): one case (1, 4096, 2, 128, 128) on 1 core
+# and on all of them, and the production shape (1, 32768, 16, 128, 128) end to end on all of them.
+gate_throughput() {
+  one="--subject gdn-chunked --mechanism gdn --dtype bf16 --knob initial_state=0"
+  TIMEFORMAT="wall %R s, user %U s, sys %S s"  # bash's own time: the host may lack /usr/bin/time
+  for cores in 1 $(nproc); do
+    { time timeout 45 $B/larc gate $one --shape 1,4096,2,128,128 --jobs "$cores" \
+        --json "$out/throughput_4096_$cores.json" > /dev/null 2>&1; } 2> "$out/throughput_4096_$cores.time"
+    echo "(1,4096,2,128,128) on $cores cores: $(cat "$out/throughput_4096_$cores.time")"
+  done
+  { time timeout 120 $B/larc gate $one --shape 1,32768,16,128,128 --jobs "$(nproc)" \
+      --json "$out/throughput_production.json" > "$out/throughput_production.txt" 2>&1; } 2> "$out/throughput_production.time"
+  echo "(1,32768,16,128,128) on $(nproc) cores: $(cat "$out/throughput_production.time"); exit $(grep -c '"pass": true' "$out/throughput_production.json" 2>/dev/null) passing"
 }
 
 case $mode in
@@ -295,9 +311,7 @@ vocabulary)
   # The case vocabulary's read scale and initial states (docs/gate.md "What a case is") over every GPU
   # kernel: scale_factor 4 and 1/8 (kernels without a scale are not planned for them), a random initial
   # state for la-ratio (memory and normaliser) and VLA (whose kernels take none), and random cases, which
-  # draw every knob. Then the gate's throughput (docs/perf-notes.md "The gate's throughput"): one case
-  # (1, 4096, 2, 128, 128) on 1 core and on all of them, and the production shape (1, 32768, 16, 128, 128)
-  # end to end on all of them.
+  # draw every knob. Then the gate's throughput (gate_throughput).
   scaled="--mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla --mechanism ccq-gla --mechanism ccq-gdn"
   GATE_KNOBS="--knob scale_factor=4 $scaled" gate_group scale4-T1-65 40 $(grid 1 63 64 65)
   GATE_KNOBS="--knob scale_factor=0.125 --knob initial_state=2 --mechanism gdn --mechanism deltanet --mechanism kla --mechanism la --mechanism gla" \
@@ -313,16 +327,10 @@ vocabulary)
   echo "gate random: exit $?"; tail -3 "$out/gate_random.txt"
   python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate_vocabulary.json" \
     --markdown "$out/gate_vocabulary.md" | tail -20
-  one="--subject gdn-chunked --mechanism gdn --dtype bf16 --knob initial_state=0"
-  TIMEFORMAT="wall %R s, user %U s, sys %S s"  # bash's own time: the host may lack /usr/bin/time
-  for cores in 1 $(nproc); do
-    { time timeout 45 $B/larc gate $one --shape 1,4096,2,128,128 --jobs "$cores" \
-        --json "$out/throughput_4096_$cores.json" > /dev/null 2>&1; } 2> "$out/throughput_4096_$cores.time"
-    echo "(1,4096,2,128,128) on $cores cores: $(cat "$out/throughput_4096_$cores.time")"
-  done
-  { time timeout 120 $B/larc gate $one --shape 1,32768,16,128,128 --jobs "$(nproc)" \
-      --json "$out/throughput_production.json" > "$out/throughput_production.txt" 2>&1; } 2> "$out/throughput_production.time"
-  echo "(1,32768,16,128,128) on $(nproc) cores: $(cat "$out/throughput_production.time"); exit $(grep -c '"pass": true' "$out/throughput_production.json" 2>/dev/null) passing"
+  gate_throughput
+  ;;
+throughput)
+  gate_throughput
   ;;
 python)
   # The larc Python package in-process (docs/python.md): examples/python gates FLA's chunk and fused
