@@ -55,11 +55,11 @@ std::optional<ll::BatchedStart<S>> start_in(const ValueMap& in) {
   return ll::BatchedStart<S>{static_cast<std::uint64_t>(t0), cast_tensor<S>(states->second)};
 }
 
-// The gradient twin's gradients of L = Σ⟨do, o⟩ per head through log_linear_backward.h: dq and dk (summed
-// over the heads when one query/key head is shared), dv, dg = dα·α (α = e^g), dlevel_scales and, for the
-// GDN variant, dbeta.
+// The gradient twin's gradients of L = Σ⟨do, o⟩ per head through log_linear_backward.h (its backward verb, or
+// with `materialized` the adjoint of the O(T²) definition): dq and dk (summed over the heads when one
+// query/key head is shared), dv, dg = dα·α (α = e^g), dlevel_scales and, for the GDN variant, dbeta.
 template <class S>
-ValueMap log_linear_gradients(const ValueMap& in, bool gdn) {
+ValueMap log_linear_gradients(const ValueMap& in, bool gdn, bool materialized) {
   const ref::Tensor<S> q = cast_tensor<S>(in.at("q")), k = cast_tensor<S>(in.at("k")), v = cast_tensor<S>(in.at("v"));
   const ref::Tensor<S> g = cast_tensor<S>(in.at("g")), lambda = cast_tensor<S>(in.at("level_scales"));
   const ref::Tensor<S> d_o = cast_tensor<S>(in.at("do"));
@@ -71,7 +71,8 @@ ValueMap log_linear_gradients(const ValueMap& in, bool gdn) {
   ref::Tensor<S> dstates(start ? start->level_states.shape : std::vector<std::int64_t>{});
   ref::for_each_head(B, H, [&](std::int64_t b, std::int64_t h) {
     const ll::Problem<S> p = ll::head_problem<S>(q, k, v, g, lambda, beta, S(1), b, h, start);
-    const ll::Gradients<S> r = ll::backward(p, ref::head_rows(d_o, b, h));
+    const ll::Gradients<S> r =
+        materialized ? ll::materialized_backward(p, ref::head_rows(d_o, b, h)) : ll::backward(p, ref::head_rows(d_o, b, h));
     const std::int64_t qk_head = G == 1 ? 0 : h;
     ref::set_head_rows(dq, b, qk_head, ref::Mat<S>(ref::head_rows(dq, b, qk_head) + r.dq));
     ref::set_head_rows(dk, b, qk_head, ref::Mat<S>(ref::head_rows(dk, b, qk_head) + r.dk));
@@ -208,8 +209,16 @@ void register_log_linear_mechanisms(std::vector<Mechanism>& out) {
     gradients.push_back({.name = "dinitial_level_states", .dims = "BHLKV",
                          .meaning = "∂L/∂initial_level_states (float32; zero in slots that hold no bucket)",
                          .always_fp32 = true, .optional = true});
-    out.push_back(gradient_twin(out.back(), std::move(gradients),
-                                [gdn]<class S>(const ValueMap& in) { return log_linear_gradients<S>(in, gdn); }));
+    Mechanism twin = gradient_twin_shell(out.back(), std::move(gradients));
+    // The materialized adjoint beside the serial one, a baseline up to T = 256: at T = 1 dλ is one few-term
+    // dot product, and the serial adjoint alone can land within 1e-2 ulp of it (an honest fp32 kernel
+    // then fails by its own last-bit rounding).
+    twin.forms = {ref::Form::serial, ref::Form::materialized};
+    twin.materialized_baseline_max_T = 256;
+    twin.compute = [gdn](const ValueMap& in, Precision p, ref::Form form, std::int64_t) {
+      return at_precision(p, [&]<class S>() { return log_linear_gradients<S>(in, gdn, form == ref::Form::materialized); });
+    };
+    out.push_back(std::move(twin));
   }
 }
 

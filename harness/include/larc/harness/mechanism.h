@@ -111,6 +111,10 @@ struct Mechanism {
   std::vector<KnobValues> edge_regimes;
   nlohmann::json parameters;      // fixed parameters (scale, eps, feature map), written into fixtures
   std::vector<ref::Form> forms;   // the forms `compute` runs
+  // The longest T at which the materialized form (O(T²) time and memory), when in `forms`, is a float
+  // baseline beside the others (0: never; docs/gate.md "Gradient cases"): a second order of summation
+  // where an output of few terms leaves one float baseline's error to luck.
+  std::int64_t materialized_baseline_max_T = 0;
   // Inputs in float64 for a shape, a seed and knob values (every knob present); deterministic.
   std::function<ValueMap(const Shape&, std::uint64_t seed, const KnobValues&)> generate;
   // The reference outputs of `inputs` (exact values, e.g. already rounded to a dtype) computed at the
