@@ -18,6 +18,7 @@
 #   tools/h200/kernels_run.sh python  # FLA's kernels gated in-process from pytest (examples/python, the larc package)
 #   tools/h200/kernels_run.sh vocabulary  # read scales and initial states over the kernels; the gate's throughput
 #   tools/h200/kernels_run.sh throughput  # the gate's throughput alone (< 3 min)
+#   tools/h200/kernels_run.sh ncu     # Nsight Compute sections of the benchmark rows NCU_FILTER picks
 #   tools/h200/kernels_run.sh torch   # larc's kernels gated from torch (larc.gpu), GPU tests, the gate's default grid
 #   tools/h200/kernels_run.sh qk-l2norm  # FLA's kernels with in-kernel l2norm of raw q, k, judged per grade
 #   tools/h200/kernels_run.sh grad-io  # FLA's backward on gradient fixtures at the io grade (a CPU-only bundle serves)
@@ -331,6 +332,18 @@ vocabulary)
   ;;
 throughput)
   gate_throughput
+  ;;
+ncu)
+  # Nsight Compute's speed of light, occupancy, launch statistics and warp states of the first NCU_LAUNCHES
+  # kernels of the benchmark rows NCU_FILTER (a --benchmark_filter regex) picks, clocks left as they are.
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  LD_LIBRARY_PATH=$B/lib timeout "${NCU_LIMIT:-240}" "$ncu" --clock-control none --section SpeedOfLight \
+    --section Occupancy --section LaunchStats --section WarpStateStats --launch-count "${NCU_LAUNCHES:-40}" \
+    $B/gpu_kernels_bench --benchmark_filter="$NCU_FILTER" --benchmark_min_time=0.001 --benchmark_repetitions=1 \
+    > "$out/ncu.txt" 2>&1
+  echo "ncu: exit $?"
+  grep -E "^  [a-z_]+.*\(|Duration  |Registers Per Thread|Achieved Occupancy|Executed Ipc Active|Compute \(SM\) Throughput|DRAM Throughput" \
+    "$out/ncu.txt" | head -120
   ;;
 python)
   # The larc Python package in-process (docs/python.md): examples/python gates FLA's chunk and fused
