@@ -134,6 +134,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const TensorView* o = v.output("o", "BTWV", dt);
   const TensorView* ht = v.output("final_state", states, Dtype::fp32, true);
   v.require_size('K', 1, kMaxK);
+  require_prepare_k(v, dt);
   v.require_size('V', 1, 0);
   v.require_value_head_groups();
   // H below: the value heads, over which every kernel of the pass runs.

@@ -48,6 +48,7 @@
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "kernel_common.cuh"
 #include "register_state_pass.cuh"
+#include "validate.h"
 
 namespace larc::gpu::detail::delta_rule_chunked {
 
@@ -290,6 +291,20 @@ struct PrepareLayout {
   static constexpr int kRegion = kK + kSquare > kT + kVt ? kK + kSquare : kT + kVt;
   static constexpr int kWords = ChunkDecays::kWords + 4 * kChunk + kK + kKt + kSquare + kRegion;
 };
+
+// The largest K chunk_prepare takes for inputs of type T: 256, unless its layout at KP = 256 passes the
+// 227 KB of shared memory a block may opt into — fp16's, whose K and Kᵀ operands take two bf16 terms
+// (240 KB). The chunked launchers refuse a larger K by name rather than fail the opt-in.
+template <class T>
+constexpr int kPrepareMaxK = sizeof(float) * PrepareLayout<T, 256>::kWords <= 227 * 1024 ? 256 : 128;
+
+// Refuses, naming K, a launch whose K passes kPrepareMaxK of its input dtype (bound by the validator).
+inline void require_prepare_k(Validator& v, Dtype dt) {
+  if (dt != Dtype::fp16) return;
+  v.require(v.size('K') <= kPrepareMaxK<__half>, "K = " + std::to_string(v.size('K')) + " exceeds " +
+                                                     std::to_string(kPrepareMaxK<__half>) +
+                                                     ", this kernel's limit for fp16 inputs (chunk_prepare's shared memory)");
+}
 
 template <class T, int KP, Step STEP, int ST = kStateTerms, int OT = kOutputTerms>
 __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(const Params<T> p) {

@@ -132,6 +132,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const TensorView* dstep = v.output(std::string("d") + step_name, "BTH", dt);
   const TensorView* dh0 = v.output("dh0", states, Dtype::fp32, true);
   v.require_size('K', 1, kMaxK);
+  fwd::require_prepare_k(v, dt);
   v.require_size('V', 1, 0);
   const std::int64_t sequences = v.size(varlen ? 'N' : 'B'), H = v.size('H'), tokens = v.size('T');
   // Record slots per head as the forward's launch counts them (delta_rule_chunked.cu).

@@ -203,6 +203,27 @@ TEST(GpuValidation, SomeKernelHasASmallestKeyDimension) {
   EXPECT_GE(kernels_with_a_smallest_k, 1);  // vla-chunked
 }
 
+// The chunked GDN and KLA kernels, forward and backward, run chunk_prepare, whose shared memory at K > 128
+// passes the 227 KB a block may opt into for fp16 inputs (two bf16 terms of K and Kᵀ): they refuse such a
+// K by name before anything is launched, and still take K = 128 (without a device, that launch fails only
+// at the launch itself).
+TEST(GpuValidation, ChunkedDeltaRuleKernelsRefuseAnFp16KeyDimensionBeyondChunkPreparesSharedMemory) {
+  const bool device = device_present();
+  int checked = 0;
+  for (const Kernel& k : larc::gpu::kernels()) {
+    if (!(k.name.starts_with("gdn-chunked") || k.name.starts_with("kla-chunked"))) continue;
+    ++checked;
+    expect_refused(k, with_key_dimension(k, valid_launch(k, Dtype::fp16, device).args, 200),
+                   {"K = 200", "128", "fp16"}, "fp16 inputs with K = 200");
+    if (!device) expect_validation_passes(k, [&] {
+      Launch L = valid_launch(k, Dtype::fp16, false);
+      L.args = with_key_dimension(k, L.args, 128);
+      return L;
+    }(), false);
+  }
+  EXPECT_EQ(checked, 16);  // gdn/kla, forward/backward, fp32/io grade, with and without varlen
+}
+
 TEST_P(GpuValidation, AGridBeyondGridDimXIsRefusedWithoutLaunching) {
   if (device) GTEST_SKIP() << "checked where no launch can happen by mistake (CI)";
   LaunchArgs a = valid_launch(k, dtype, false).args;
