@@ -427,7 +427,8 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
 // Shared memory (words): W [64 rows][KP] and K̃ᵀ [KP rows][64] (kStateTerms planes, as in the record;
 // one buffer for both when KP > 128, loaded in turn), U then V_new fp32 [64][kTileV+4], S_c fp32
 // [KP][kTileV+4], S_c as W S's B operand [kTileV rows][KP] and V_new as the update's B operand
-// [kTileV rows][64] (kStateTerms planes), γ [64]. 143 KB at KP = 128 (bf16), 167 KB at KP = 256.
+// [kTileV rows][64] (kStateTerms planes), γ [64]. The pass of fp32 inputs (bf16 and fp16 take
+// register_state_pass.cuh's): 95 KB at KP = 128, 114 KB at KP = 256.
 template <class T, int KP>
 struct PassLayout {
   static constexpr bool kShared = KP > 128;
