@@ -127,28 +127,29 @@ def crossover(kernel, sdpa):
     return None
 
 
-# The io-grade chunked GDN / KLA forward's target against the same peer (its rounding is FLA's: one term a product).
-IO_CHUNKED_TARGET, IO_CHUNKED_FLOOR = 1.3, 1.0
+# The chunked GDN / KLA forwards' targets against FLA's chunk GDN at every T ≥ 8k: (the speed-up that meets it, the
+# floor the line places a miss against or None, how the line states it). The io grade rounds as FLA does (one term a
+# product), so its target is higher.
+IO_TARGET = "≥ 1.3× FLA's chunk_gated_delta_rule at every T ≥ 8k (floor 1.0×)"
+CHUNKED_TARGETS = {"gdn-chunked": (1.0, None, "≥ 1.0× at every T ≥ 8k, aim 1.3×"),
+                   "kla-chunked": (1.0, None, "≥ 1.0× at every T ≥ 8k, aim 1.3×"),
+                   "gdn-chunked-io": (1.3, 1.0, IO_TARGET), "kla-chunked-io": (1.3, 1.0, IO_TARGET)}
 
 
 def chunked_targets(rows):
     """The chunked kernels' speed targets (docs/perf-notes.md), one line each where its rows were measured."""
     out = []
     prefill = {(r["kernel"], r["T"]): r for r in rows if r["kind"] == "prefill"}
-    for name in ("gdn-chunked", "kla-chunked", "gdn-chunked-io", "kla-chunked-io"):
+    for name, (target, floor, stated) in CHUNKED_TARGETS.items():
         rs = [r for (k, t), r in prefill.items() if k == name and t >= 8192 and r["speedup"]]
         if not rs:
             continue
         worst = min(rs, key=lambda r: r["speedup"])
         x = worst["speedup"]
-        if name.endswith("-io"):
-            verdict = ("met" if x >= IO_CHUNKED_TARGET else
-                       f"NOT met ({'above' if x >= IO_CHUNKED_FLOOR else 'below'} the {IO_CHUNKED_FLOOR:.1f}× floor)")
-            out.append(f"- {name} vs FLA chunk GDN (≥ {IO_CHUNKED_TARGET:.1f}× FLA's chunk_gated_delta_rule at every "
-                       f"T ≥ 8k (floor {IO_CHUNKED_FLOOR:.1f}×)): worst {x:.2f}× at T = {worst['T']} — {verdict}.")
-        else:
-            out.append(f"- {name} vs FLA chunk GDN (≥ 1.0× at every T ≥ 8k, aim 1.3×): worst {x:.2f}× "
-                       f"at T = {worst['T']} — {'met' if x >= 1.0 else 'NOT met'}.")
+        verdict = "met" if x >= target else "NOT met"
+        if floor is not None and x < target:
+            verdict += f" ({'above' if x >= floor else 'below'} the {floor:.1f}× floor)"
+        out.append(f"- {name} vs FLA chunk GDN ({stated}): worst {x:.2f}× at T = {worst['T']} — {verdict}.")
     for (k, t), r in sorted(prefill.items()):
         if k == "log-linear-chunked" and t == 65536 and r["speedup"]:
             out.append(f"- {k} vs FLA chunk log-linear at T = 64k (≥ 3×): {r['speedup']:.2f}× — "
