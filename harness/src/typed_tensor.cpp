@@ -49,7 +49,7 @@ Dtype parse_dtype(const std::string& name) {
   throw std::invalid_argument("dtype: expected one of bf16, fp16, fp32, fp64, got '" + name + "'");
 }
 
-TypedTensor TypedTensor::poisoned(Dtype dtype, std::vector<std::int64_t> shape) {
+TypedTensor TypedTensor::guarded(Dtype dtype, std::vector<std::int64_t> shape) {
   if (!is_floating(dtype))
     throw std::invalid_argument("TypedTensor: dtype " + std::string(dtype_name(dtype)) +
                                 " is not a floating-point dtype (bf16, fp16, fp32 or fp64)");
@@ -59,7 +59,14 @@ TypedTensor TypedTensor::poisoned(Dtype dtype, std::vector<std::int64_t> shape) 
   t.shape_ = std::move(shape);
   const std::size_t w = dtype_bytes(dtype);
   t.bytes_.resize((t.count_ + kGuardElements) * w);
-  detail::parallel_runs(t.count_ + kGuardElements, kElementsPerRun, [&](std::size_t begin, std::size_t end) {
+  for (std::size_t i = t.count_; i < t.count_ + kGuardElements; ++i) write_poison(dtype, t.bytes_.data() + i * w);
+  return t;
+}
+
+TypedTensor TypedTensor::poisoned(Dtype dtype, std::vector<std::int64_t> shape) {
+  TypedTensor t = guarded(dtype, std::move(shape));
+  const std::size_t w = dtype_bytes(dtype);
+  detail::parallel_runs(t.count_, kElementsPerRun, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) write_poison(dtype, t.bytes_.data() + i * w);
   });
   return t;
@@ -68,7 +75,7 @@ TypedTensor TypedTensor::poisoned(Dtype dtype, std::vector<std::int64_t> shape) 
 TypedTensor TypedTensor::encode(Dtype dtype, const ref::Tensor<double>& values) {
   if (values.data.size() != ref::Tensor<double>::count(values.shape))
     throw std::invalid_argument("TypedTensor::encode: data size does not match shape " + ref::shape_string(values.shape));
-  TypedTensor t = poisoned(dtype, values.shape);
+  TypedTensor t = guarded(dtype, values.shape);  // every element is written below
   detail::parallel_runs(t.count_, kElementsPerRun, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) t.set(i, values.data[i]);
   });
@@ -76,7 +83,7 @@ TypedTensor TypedTensor::encode(Dtype dtype, const ref::Tensor<double>& values) 
 }
 
 TypedTensor TypedTensor::from_bytes(Dtype dtype, std::vector<std::int64_t> shape, const std::byte* bytes, std::size_t size) {
-  TypedTensor t = poisoned(dtype, std::move(shape));
+  TypedTensor t = guarded(dtype, std::move(shape));  // every element is copied below
   if (size != t.size_bytes())
     throw std::invalid_argument("TypedTensor::from_bytes: " + std::to_string(size) + " bytes for " +
                                 std::to_string(t.count_) + " elements of " + std::string(dtype_name(dtype)));

@@ -63,6 +63,8 @@ class TypedTensor {
   std::vector<std::int64_t> shape_;
   std::size_t count_ = 0;
   std::vector<std::byte> bytes_;  // count_ elements + kGuardElements guard elements
+  // Room for the elements of `shape` (not yet written) and the poisoned guard region after them.
+  static TypedTensor guarded(Dtype dtype, std::vector<std::int64_t> shape);
   void require(bool dtype_matches, const char* accessor) const;
 };
 
