@@ -14,7 +14,6 @@
 // output's) and the io grade (every intermediate rounded once to the input dtype, declared so that the gate
 // judges it at io; its records are smaller: one plane instead of three and two on bf16).
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <string>
 
@@ -191,36 +190,20 @@ Kernel kernel_entry(std::string name, std::string mechanism, std::string descrip
   return k;
 }
 
-// A kernel's entry and its varlen twin (`name`-varlen: FLA's cu_seqlens, B = 1).
-template <Step STEP, Grade GRADE>
-std::array<Kernel, 2> entries(const std::string& name, const std::string& mechanism, const std::string& description) {
-  return {kernel_entry<STEP, GRADE>(name, mechanism, description, false),
-          kernel_entry<STEP, GRADE>(name + "-varlen", mechanism, name + " over packed sequences (FLA cu_seqlens, B = 1)", true)};
-}
-
 }  // namespace
 
 void append_delta_rule_chunked_kernels(std::vector<Kernel>& out) {
-  const std::array<Kernel, 2> kernels[] = {
-      entries<Step::beta, Grade::fp32>(
-          "gdn-chunked", "gdn",
-          "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, the state pass, then the output per "
-          "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA in fp64"),
-      entries<Step::kaczmarz, Grade::fp32>(
-          "kla-chunked", "kla", "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel"),
-      entries<Step::beta, Grade::io>(
-          "gdn-chunked-io", "gdn",
-          "gdn-chunked with every intermediate operand rounded once to the input dtype (one MMA per product on "
-          "bf16), declared io"),
-      entries<Step::kaczmarz, Grade::io>(
-          "kla-chunked-io", "kla",
-          "kla-chunked with every intermediate operand rounded once to the input dtype, declared io")};
-  // Per grade (kernels[0..1] fp32, [2..3] io) the entries, then their varlen twins, as the registry listed
-  // the fp32 grade's.
-  for (int grade = 0; grade < 2; ++grade) {
-    for (int i = 0; i < 2; ++i) out.push_back(kernels[2 * grade + i][0]);
-    for (int i = 0; i < 2; ++i) out.push_back(kernels[2 * grade + i][1]);
-  }
+  append_with_varlen_twins(
+      out, {{kernel_entry<Step::beta, Grade::fp32>, "gdn-chunked", "gdn",
+             "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, the state pass, then the output per "
+             "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA in fp64"},
+            {kernel_entry<Step::kaczmarz, Grade::fp32>, "kla-chunked", "kla",
+             "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel"},
+            {kernel_entry<Step::beta, Grade::io>, "gdn-chunked-io", "gdn",
+             "gdn-chunked with every intermediate operand rounded once to the input dtype (one MMA per product on "
+             "bf16), declared io"},
+            {kernel_entry<Step::kaczmarz, Grade::io>, "kla-chunked-io", "kla",
+             "kla-chunked with every intermediate operand rounded once to the input dtype, declared io"}});
 }
 
 }  // namespace larc::gpu::detail

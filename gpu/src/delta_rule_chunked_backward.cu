@@ -13,7 +13,6 @@
 // sums, Rᵀ and (bf16/fp16) the state pass's fp32 S_c and V_new: at K = V = 128 about 0.81 MB a chunk with
 // the fp32 grade (6.6 GB at B = 1, H = 16, T = 32,768).
 #include <algorithm>
-#include <array>
 #include <string>
 
 #include "chunk_launch.cuh"
@@ -193,30 +192,20 @@ Kernel kernel_entry(std::string name, std::string mechanism, std::string descrip
   return k;
 }
 
-// A kernel's entry and its varlen twin (`name`-varlen: FLA's cu_seqlens, B = 1).
-template <Step STEP, Grade GRADE>
-std::array<Kernel, 2> entries(const std::string& name, const std::string& mechanism, const std::string& description) {
-  return {kernel_entry<STEP, GRADE>(name, mechanism, description, false),
-          kernel_entry<STEP, GRADE>(name + "-varlen", mechanism, name + " over packed sequences (FLA cu_seqlens, B = 1)", true)};
-}
-
 }  // namespace
 
 void append_delta_rule_chunked_backward_kernels(std::vector<Kernel>& out) {
-  const std::array<Kernel, 2> kernels[] = {
-      entries<Step::beta, Grade::fp32>(
-          "gdn-chunked-backward", "gdn-backward",
-          "Gated DeltaNet's gradients, chunked (C = 64, UT/WY adjoint): per-chunk work in parallel around one reverse "
-          "pass of ∂L/∂S; intermediates as fp32 (three bf16 terms on tensor cores)"),
-      entries<Step::kaczmarz, Grade::fp32>("kla-chunked-backward", "kla-backward",
-                                           "KLA's gradients, chunked as gdn-chunked-backward; dη and dk's path through β"),
-      entries<Step::beta, Grade::io>(
-          "gdn-chunked-backward-io", "gdn-backward",
-          "gdn-chunked-backward with intermediates rounded to the input dtype (one MMA per product on bf16), declared io"),
-      entries<Step::kaczmarz, Grade::io>("kla-chunked-backward-io", "kla-backward",
-                                         "kla-chunked-backward with intermediates rounded to the input dtype, declared io")};
-  for (const auto& k : kernels) out.push_back(k[0]);
-  for (const auto& k : kernels) out.push_back(k[1]);  // the varlen twins after, as the registry listed them
+  append_with_varlen_twins(
+      out, {{kernel_entry<Step::beta, Grade::fp32>, "gdn-chunked-backward", "gdn-backward",
+             "Gated DeltaNet's gradients, chunked (C = 64, UT/WY adjoint): per-chunk work in parallel around one "
+             "reverse pass of ∂L/∂S; intermediates as fp32 (three bf16 terms on tensor cores)"},
+            {kernel_entry<Step::kaczmarz, Grade::fp32>, "kla-chunked-backward", "kla-backward",
+             "KLA's gradients, chunked as gdn-chunked-backward; dη and dk's path through β"},
+            {kernel_entry<Step::beta, Grade::io>, "gdn-chunked-backward-io", "gdn-backward",
+             "gdn-chunked-backward with intermediates rounded to the input dtype (one MMA per product on bf16), "
+             "declared io"},
+            {kernel_entry<Step::kaczmarz, Grade::io>, "kla-chunked-backward-io", "kla-backward",
+             "kla-chunked-backward with intermediates rounded to the input dtype, declared io"}});
 }
 
 }  // namespace larc::gpu::detail

@@ -30,6 +30,20 @@ inline Kernel delta_rule_entry(std::string name, std::string mechanism, std::str
   return k;
 }
 
+// A chunked delta-rule kernel to register with its varlen twin: `entry` makes its registry entry from
+// (name, mechanism, description, varlen).
+struct TwinnedKernel {
+  Kernel (*entry)(std::string, std::string, std::string, bool);
+  std::string name, mechanism, description;
+};
+
+// Appends every kernel, then every varlen twin (`name`-varlen: FLA's cu_seqlens, B = 1).
+inline void append_with_varlen_twins(std::vector<Kernel>& out, const std::vector<TwinnedKernel>& kernels) {
+  for (const TwinnedKernel& k : kernels) out.push_back(k.entry(k.name, k.mechanism, k.description, false));
+  for (const TwinnedKernel& k : kernels)
+    out.push_back(k.entry(k.name + "-varlen", k.mechanism, k.name + " over packed sequences (FLA cu_seqlens, B = 1)", true));
+}
+
 // An HLA-family kernel's registry entry (hla_fused.cu, hla_chunked.cu, ahla_chunked.cu): bf16, fp16 and
 // fp32, K ≤ kHlaMaxK, no state in or out, no read scale; `chunk` for the chunked ones.
 inline Kernel hla_entry(std::string name, std::string mechanism, std::string description,

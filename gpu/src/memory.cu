@@ -21,6 +21,11 @@ namespace {
 // Held by every device-wide call below: none runs while a graph is being captured (capture_lock.h).
 std::shared_lock<std::shared_mutex> no_capture() { return std::shared_lock(detail::capture_mutex()); }
 
+void release(void* p) {
+  const auto lock = no_capture();
+  cudaFree(p);
+}
+
 Status check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::success();
   cudaGetLastError();
@@ -49,10 +54,7 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) {
-      const auto lock = no_capture();
-      cudaFree(ptr_);
-    }
+    if (ptr_) release(ptr_);
     ptr_ = std::exchange(o.ptr_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
   }
@@ -60,10 +62,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) {
-    const auto lock = no_capture();
-    cudaFree(ptr_);
-  }
+  if (ptr_) release(ptr_);
 }
 
 Status copy_to_device(void* dst, const void* src, std::size_t bytes) {
