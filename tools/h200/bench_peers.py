@@ -164,6 +164,9 @@ def main():
     ap.add_argument("--backward-only", action="store_true", help="only FLA's backward rows")
     ap.add_argument("--backward-peers", default="fla-chunk-delta-rule,fla-chunk-gla",
                     help="with --backward-only: the peers to time, comma-separated (chunk_gla's first call autotunes for minutes)")
+    ap.add_argument("--chunk-gdn-only", action="store_true",
+                    help="only the copy bandwidth, the matmul rate and FLA's chunk GDN rows (no backward: chunk_gla's "
+                         "autotuning takes minutes)")
     ap.add_argument("--decode-only", action="store_true",
                     help="only the copy bandwidth and FLA's decode rows (kernels_run.sh decode-bench)")
     args = ap.parse_args()
@@ -193,13 +196,24 @@ def main():
     result["copy_bandwidth_GBps"] = copy_bandwidth_gbs()
     result["bf16_matmul_TFLOPs"] = matmul_tflops()
     rows = []
+    chunk_T = [2048, 8192, 32768, 65536, 131072]
     try:
         import fla
         result["fla"] = getattr(fla, "__version__", "unknown")
-        rows += fla_rows([2048, 8192, 32768], [16, 132, 1024])
-        rows += fla_chunk_rows([2048, 8192, 32768, 65536, 131072], [2048, 8192, 32768, 65536])
+        if args.chunk_gdn_only:
+            rows += fla_chunk_rows(chunk_T, [])
+        else:
+            rows += fla_rows([2048, 8192, 32768], [16, 132, 1024])
+            rows += fla_chunk_rows(chunk_T, [2048, 8192, 32768, 65536])
     except Exception as e:  # a missing or broken FLA is reported, not hidden
         result["fla_error"] = repr(e)[:300]
+    if args.chunk_gdn_only:
+        result["rows"] = rows
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+        for r in rows:
+            print(f"{r['peer']:26s} {r['kind']:8s} T={r['T']:<7d} {r['ms']:.4f} ms")
+        return
     try:
         rows += fla_backward_rows([2048, 8192, 32768])
     except Exception as e:

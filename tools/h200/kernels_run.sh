@@ -162,7 +162,9 @@ bench|full|perf)
     > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
   install_fla
-  PYTHONPATH=/tmp/site timeout 200 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" > "$out/bench_peers.txt" 2>&1
+  # PEERS_ARGS=--chunk-gdn-only times FLA's chunk GDN alone (the peer of the chunked forwards).
+  PYTHONPATH=/tmp/site timeout 200 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" ${PEERS_ARGS:-} \
+    > "$out/bench_peers.txt" 2>&1
   echo "peers: exit $?"
   python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
     --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" --bounds reports/h200/bounds.json | tail -30
