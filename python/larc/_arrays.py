@@ -69,6 +69,16 @@ def with_guard(a, torch_device=None):
     return buf[:n].view(a.shape), buf
 
 
+def restore(buf, pristine):
+    """Copies `pristine` back into `buf` in place (numpy, or torch on any device); outside autograd, as
+    the buffer holds leaf tensors that require grad on a gradient case."""
+    if not is_torch(buf):
+        np.copyto(buf, pristine)
+        return
+    with torch_module().no_grad():
+        buf.copy_(pristine)
+
+
 def bitwise_equal(a, b):
     """Whether two arrays (numpy, or torch on any device) hold the same bits."""
     if is_torch(a) != is_torch(b) or tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:

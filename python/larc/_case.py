@@ -6,6 +6,7 @@ as a larc fixture plus the candidate's outputs, which `larc diff` replays on any
 gradient case (a mechanism's gradient twin, "gdn-backward") is judged on the gradients, which a
 forward callable's torch autograd gives (autograd.py) or a callable taking the cotangents returns."""
 import ctypes
+import hashlib
 import inspect
 import json
 import os
@@ -16,6 +17,10 @@ import traceback
 import numpy as np
 
 from . import _arrays, _context, _native, autograd
+
+# The longest file-name stem of a saved failure: with ".candidate.safetensors" within the 255 bytes
+# a file name may have.
+_MAX_STEM = 200
 
 DTYPES = ("bf16", "fp16", "fp32", "fp64")
 GRADES = ("fp32", "io", "io:tf32", "io:tf32-truncated")
@@ -105,14 +110,33 @@ def _check_grades(grade, grade_of, outputs):
     return [f"{o}={g}" for o, g in grade_of.items()]
 
 
+def _available_devices(torch):
+    """The devices a callable's tensors can be on here: the CPU and each CUDA device torch sees."""
+    return ["cpu"] + ([f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else [])
+
+
 def _parse_device(device):
+    """The torch device `device` names (None: numpy arrays, no device). ValueError naming `device`, with
+    the devices there are, when it is not a device, or one this machine's torch cannot put a tensor on:
+    refused before any case is prepared rather than failing inside torch at the first input."""
     if device is None:
         return None
     torch = _arrays.torch_module()
+    available = _available_devices(torch)
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
-        raise ValueError(f"device: {device!r} is not a torch device ({e})") from None
+        raise ValueError(f"device: {device!r} is not a torch device ({e}); "
+                         f"available here: {', '.join(available)}") from None
+    if dev.type == "cpu" or str(dev) in available or (dev.type == "cuda" and dev.index is None and len(available) > 1):
+        return dev
+    if dev.type != "cuda":
+        why = "larc takes cpu and cuda devices"
+    elif not torch.cuda.is_available():
+        why = "torch.cuda.is_available() is False"
+    else:
+        why = f"torch.cuda.device_count() is {torch.cuda.device_count()}"
+    raise ValueError(f"device: {device!r} is not available here ({why}; available: {', '.join(available)})")
 
 
 def _device_matches(actual, wanted):
@@ -120,10 +144,32 @@ def _device_matches(actual, wanted):
     return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)
 
 
-def _rerun_command():
+def _pytest_rerun():
     """The pytest command that reruns the running test's case alone ("" outside pytest)."""
     test = _context.current
-    return f"pytest {shlex.quote(test['nodeid'])} --larc{test['rerun_options']}" if test["nodeid"] else ""
+    return f"{test['pytest']} {shlex.quote(test['nodeid'])} --larc{test['rerun_options']}" if test["nodeid"] else ""
+
+
+def _callable_name(fn):
+    """How a rerun command names the callable: its qualified name (a nested function's name in its
+    scope), or fn where it has none a caller could type (a lambda, a callable object, a partial)."""
+    name = (getattr(fn, "__qualname__", None) or "").rpartition("<locals>.")[2]
+    return name if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name) else "fn"
+
+
+def _gate_call(case, fn_name, options):
+    """The Python call that runs the callable on `case` alone: larc.gate of the case's spec, which
+    generates the same inputs again, or for a case read from a fixture Case.from_fixture of it.
+    options: the run's arguments that differ from their defaults (device, grade, grade_of, runs)."""
+    s = case.spec
+    rest = "".join(f", {k}={v!r}" for k, v in options.items())
+    if s["origin"] not in ("grid", "random", "shrunk"):  # a fixture's path
+        return f"larc.Case.from_fixture({s['origin']!r}).gate({fn_name}{rest})"
+    knobs = case.non_default_knobs()
+    shape = tuple(int(x) for x in s["shape"].split(","))
+    mechanism = _mechanism_spec(s["mechanism"])["parameters"]["forward"] if case.is_gradient else s["mechanism"]
+    return (f"larc.gate({fn_name}, mechanism={mechanism!r}, dtype={s['dtype']!r}, shape={shape}, seed={s['seed']}"
+            + (f", knobs={knobs!r}" if knobs else "") + (", grad=True" if case.is_gradient else "") + rest + ")")
 
 
 def _collect(result):
@@ -169,20 +215,15 @@ def _reductions(specs):
     return "; ".join(f"{name} " + "->".join(f"{v:g}" for v in values) for name, values in changes.items()) or "none"
 
 
-def _shrunk_rerun(result):
+def _shrunk_rerun(result, fn_name, options):
     """The command that runs the kernel on a shrunk failure alone: inside a test parametrised by the
     larc marker, pytest replaying the shrunk case's fixture; elsewhere the larc.gate call."""
-    case, test = result.case, _context.current
+    test = _context.current
     if test["replay_test"]:
         stem = os.path.basename(result.fixture).removesuffix(".safetensors")
-        return (f"pytest {shlex.quote(test['replay_test'] + '[fixture:' + stem + ']')} --larc "
+        return (f"{test['pytest']} {shlex.quote(test['replay_test'] + '[fixture:' + stem + ']')} --larc "
                 f"--larc-replay {shlex.quote(result.fixture)}")
-    s, knobs = case.spec, case.non_default_knobs()
-    shape = tuple(int(x) for x in s["shape"].split(","))
-    twin = _is_twin(_mechanism_spec(s["mechanism"]))
-    mechanism = _mechanism_spec(s["mechanism"])["parameters"]["forward"] if twin else s["mechanism"]
-    return (f"larc.gate({result.kernel}, mechanism={mechanism!r}, dtype={s['dtype']!r}, shape={shape}, seed={s['seed']}"
-            + (f", knobs={knobs!r}" if knobs else "") + (", grad=True" if twin else "") + ")")
+    return _gate_call(result.case, fn_name, options)
 
 
 class OutputVerdict:
@@ -464,13 +505,18 @@ class Case:
         dev = _parse_device(device)
         kernel = kernel or getattr(fn, "__qualname__", None) or type(fn).__name__
         result = self._evaluate(fn, dev, kernel, grade, grade_of_list, runs, profile, profile_subject)
-        result.json["rerun"] = _rerun_command()
+        # The run's arguments a rerun must repeat: those that differ from their defaults.
+        rerun_options = {k: v for k, v, default in (("device", None if dev is None else str(dev), None),
+                                                    ("grade", grade, "fp32"), ("grade_of", dict(grade_of or {}), {}),
+                                                    ("runs", runs, 2)) if v != default}
+        fn_name = _callable_name(fn)
+        result.json["rerun"] = _pytest_rerun() or _gate_call(self, fn_name, rerun_options)
         if not result.passed:
             self._save_failure(result, save_dir, grade, grade_of_list, "larc (python)")
             if budget:
                 # Candidates are judged without the profile: it holds the original case's errors alone.
                 self._shrink(result, lambda c: c._evaluate(fn, dev, kernel, grade, grade_of_list, runs), budget, save_dir,
-                             grade, grade_of_list)
+                             grade, grade_of_list, lambda shrunk: _shrunk_rerun(shrunk, fn_name, rerun_options))
         else:
             result.json["reproduce"] = ""  # nothing was saved to judge again
         _collect(result)
@@ -541,11 +587,12 @@ class Case:
             result.json["reproduce"] = ""  # nothing to judge: the fixture alone replays the inputs
         result.json["fixture"], result.json["candidate"] = result.fixture, result.candidate
 
-    def _shrink(self, result, evaluate, budget, save_dir, grade, grade_of_list):
+    def _shrink(self, result, evaluate, budget, save_dir, grade, grade_of_list, rerun):
         """Shrinks this case's failure `result` with liblarc's shrinker (larc_shrink: the fuzzer's), which
         hands each candidate's spec to a callback here: `evaluate(candidate case)` judges the kernel on it.
-        Sets result.shrunk (the smallest failing case's Result, saved as a failure of its own),
-        shrink_path and shrink_evaluations; or shrink_stopped, saying why there is none."""
+        Sets result.shrunk (the smallest failing case's Result, saved as a failure of its own, its rerun
+        command rerun(that Result)), shrink_path and shrink_evaluations; or shrink_stopped, saying why
+        there is none."""
         failing = []  # (spec, Result) of each candidate that failed
         verdict = [None]  # the last verdict's buffer, alive until the next call (larc_shrink_judge)
         raised = [None]
@@ -585,7 +632,7 @@ class Case:
         shrunk = next(r for spec, r in failing if spec == result.shrink_path[-1])
         shrunk.json["rerun"] = ""
         shrunk.case._save_failure(shrunk, save_dir, grade, grade_of_list, f"larc (python): shrunk from {self.id}")
-        shrunk.json["rerun"] = _shrunk_rerun(shrunk)
+        shrunk.json["rerun"] = rerun(shrunk)
         result.shrunk = shrunk
         result.json["shrunk"] = shrunk.json
 
@@ -680,6 +727,9 @@ class Case:
         return call, buffers, pristine
 
     def _input_problems(self, buffers, pristine):
+        """What a run did to its inputs' guarded buffers, each problem naming the input. A changed buffer
+        is restored from its pristine copy, so that the next run gets the case's inputs: its outputs
+        then differ from this run's only if the callable is nondeterministic."""
         problems = []
         n_guard = _arrays.GUARD_ELEMENTS
         for name, buf in buffers.items():
@@ -689,6 +739,7 @@ class Case:
                 problems.append(f"{name}: written past its last element (the NaN guard after the input changed)")
             if not _arrays.bitwise_equal(buf[:-n_guard], pristine[name][:-n_guard]):
                 problems.append(f"{name}: the callable modified this input")
+            _arrays.restore(buf, pristine[name])
         return problems
 
     def _outputs_of(self, returned, dev, required=None):
@@ -738,6 +789,10 @@ class Case:
         directory = (save_dir or _context.current["save_dir"] or os.environ.get("LARC_SAVE_DIR")
                      or os.path.join(".larc", "failures"))
         stem = re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{kernel}_{self.spec['mechanism']}_{self.id}")
+        if len(stem) > _MAX_STEM:
+            # A random case's id spells every knob: past a file system's 255 bytes per name. The start
+            # keeps the kernel, mechanism, dtype and shape readable; a hash of the whole keeps names apart.
+            stem = f"{stem[:_MAX_STEM - 17]}_{hashlib.sha1(stem.encode()).hexdigest()[:16]}"
         return os.path.join(directory, stem + ".safetensors"), os.path.join(directory, stem + ".candidate.safetensors")
 
     def _write_candidate(self, path, host, kernel, metadata=None):
@@ -769,6 +824,34 @@ def _fixture_files(paths):
     return out
 
 
+def _plan(options):
+    """liblarc's plan of cases for cases()'s options: their specs."""
+    return _native.take_json(_native.lib().larc_plan_json(_native.encode(options)))["cases"]
+
+
+def _nothing_to_run(options, given):
+    """The ValueError for a selection that leaves no case, in cases()'s terms (liblarc's names the CLI's
+    options): the arguments given that narrow it (`given`, by name) and the shapes the grid offers a
+    kernel that takes every shape."""
+    offered = []
+    if options["grid"]:
+        unlimited = dict(options, limits={"value_head_groups": True, "ragged": True}, initial_state=True, random=0,
+                         fixtures=[])
+        try:
+            offered = list(dict.fromkeys(tuple(int(x) for x in c["shape"].split(",")) for c in _plan(unlimited)))
+        except ValueError:  # the grid offers nothing even without limits
+            pass
+    if offered:
+        grid = (f"the grid offers a kernel of any size that groups value heads (limits={{'value_head_groups': True}}) "
+                f"the shapes (B, T, H, K, V[, HV]) {', '.join(map(str, offered))}"
+                + ("; give shapes= that the limits accept" if "limits" in given and "shapes" not in given else ""))
+    else:
+        grid = "the grid is off" if not options["grid"] else "the grid offers none of these shapes, dtypes and knobs"
+    selection = ", ".join(f"{k}={v!r}" for k, v in given.items())
+    return ValueError(f"{', '.join(given) or 'mechanism'}: nothing to run: no case of {options['mechanism']} meets "
+                      f"{selection or 'the default selection'}; {grid}")
+
+
 def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None, fixtures=None, limits=None,
           initial_state=True, grid=True, grad=False):
     """larc's cases for a kernel of `mechanism_name`: the gate's grid (the default shapes, or `shapes`),
@@ -776,6 +859,10 @@ def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None
     kernel's dtypes and shape limits ({"max_T": ..., "head_dims": [...], ...}). Cases are prepared on
     first use. grad=True: the gradient cases (the mechanism's gradient twin's)."""
     _require(isinstance(grad, bool), "grad", f"expected True or False, got {grad!r}")
+    # The arguments given that narrow the selection, named when it leaves nothing.
+    given = {k: v for k, v in (("dtypes", dtypes), ("shapes", shapes), ("knobs", knobs), ("fixtures", fixtures),
+                               ("limits", limits)) if v}
+    given |= {k: v for k, v in (("initial_state", initial_state), ("grid", grid)) if not v}
     if grad:
         mechanism_name = _twin_of(mechanism_name)
     if _is_twin(_mechanism_spec(mechanism_name)):
@@ -791,7 +878,12 @@ def cases(mechanism_name, dtypes=None, shapes=None, random=0, seed=1, knobs=None
                "knobs": dict(knobs or {}), "limits": dict(limits or {}), "initial_state": bool(initial_state),
                "shapes": [",".join(map(str, _check_shape(s, "shapes"))) for s in (shapes or [])],
                "fixtures": _fixture_files(fixtures)}
-    planned = _native.take_json(_native.lib().larc_plan_json(_native.encode(options)))["cases"]
+    try:
+        planned = _plan(options)
+    except ValueError as e:
+        if not str(e).startswith("nothing to run"):
+            raise
+        raise _nothing_to_run(options, given) from None
     out, seen, n_random = [], set(), 0
     for spec in planned:
         case = Case(spec)
@@ -816,6 +908,7 @@ def gate(fn, mechanism, dtype="fp32", shape=DEFAULT_SHAPE, seed=1, knobs=None, g
     grad=True: the gradient case (the mechanism's gradient twin's; Case.run says what fn is then)."""
     _require(callable(fn), "fn", f"expected a callable, got {type(fn).__name__}")
     _require(isinstance(grad, bool), "grad", f"expected True or False, got {grad!r}")
+    _parse_device(device)  # before the case is prepared: its oracle is the costly part
     case = Case.prepare(_twin_of(mechanism) if grad else mechanism, dtype=dtype, shape=shape, seed=seed, knobs=knobs)
     return case.gate(fn, device=device, grade=grade, grade_of=grade_of, runs=runs, kernel=kernel, save_dir=save_dir,
                      profile=profile, shrink=shrink)
@@ -857,7 +950,7 @@ def check(mechanism_name, inputs, outputs, dtype=None, grade="fp32", grade_of=No
     handle = _native.checked(_native.lib().larc_judge(case.handle, arr, len(given), _native.encode(config)))
     del keep
     result = Result(case, kernel, _native.take_json(_native.lib().larc_result_json(handle)), handle)
-    result.json["rerun"], result.json["reproduce"] = _rerun_command(), ""
+    result.json["rerun"], result.json["reproduce"] = _pytest_rerun(), ""  # no callable to rerun outside pytest
     if not result.passed:
         fixture, candidate = case._failure_paths(kernel, save_dir)
         result.fixture = case.save(fixture, {"subject": kernel, "failure": (result.errors or ["failed"])[0]})

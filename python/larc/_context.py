@@ -2,6 +2,7 @@
 around every test, whether or not the test uses larc)."""
 current = {
     "nodeid": None,         # the running test's node id: its reproduce command
+    "pytest": "pytest",     # the command that starts pytest with this plugin loaded the way it is now
     "rerun_options": "",    # the pytest options that bring its case back alone
     "save_dir": None,       # --larc-save
     "results": None,        # a list collecting every verdict reached in the test

@@ -16,6 +16,7 @@ verdict, worst_ratio, reproduce, fixture) and in --larc-json. Loading it imports
 and liblarc load when the first case is planned.
 """
 import json
+import os
 import shlex
 import sys
 
@@ -72,6 +73,19 @@ def _rerun_options(config, case):
     return "".join(" " + o for o in opts)
 
 
+def _pytest_command(config):
+    """The command that starts pytest with this plugin as this session has it: `pytest` where its entry
+    point loaded it (an installed package; `-p` would register it a second time, which pytest refuses),
+    else `pytest -p NAME` (loaded by -p, a conftest's pytest_plugins or PYTEST_PLUGINS, all of which
+    `-p` of the plugin leaves as they are; or by its entry point's name where autoloading is off)."""
+    plugins = config.pluginmanager
+    me = sys.modules[__name__]
+    by_entry_point = any(plugin is me for plugin, _ in plugins.list_plugin_distinfo())
+    if by_entry_point and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return "pytest"
+    return f"pytest -p {plugins.get_name(me)}"
+
+
 def pytest_generate_tests(metafunc):
     marker = metafunc.definition.get_closest_marker("larc")
     if marker is None or "larc_case" not in metafunc.fixturenames:
@@ -122,7 +136,8 @@ def pytest_runtest_call(item):
     params = getattr(item, "callspec", None) and item.callspec.params
     case = params.get("larc_case") if params else None
     saved = dict(_context.current)
-    _context.current.update(nodeid=item.nodeid, rerun_options=_rerun_options(item.config, case),
+    _context.current.update(nodeid=item.nodeid, pytest=_pytest_command(item.config),
+                            rerun_options=_rerun_options(item.config, case),
                             save_dir=item.config.getoption("larc_save"), results=[],
                             shrink=item.config.getoption("larc_shrink"),
                             replay_test=item.nodeid.split("[")[0] if case is not None else None)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import larc
+from larc import _context
 from numpy_gdn import kernel
 
 SHAPE = (1, 100, 2, 16, 16)
@@ -67,6 +68,23 @@ def test_wrong_plan_arguments_raise_value_error_naming_them():
                           ({"fixtures": ["/no/such/file"]}, "fixtures"), ({"knobs": {"bogus": 1}}, "bogus")]:
         with pytest.raises(ValueError, match=named):
             larc.cases("gdn", **kwargs)
+
+
+def test_a_selection_that_leaves_no_case_names_the_arguments_given_and_the_grids_shapes():
+    # The grid's largest head size is 32: head sizes 64 and 128 need shapes of their own.
+    with pytest.raises(ValueError) as e:
+        larc.cases("gdn", dtypes=["bf16"], limits={"head_dims": [64, 128]})
+    assert str(e.value).startswith("dtypes, limits: nothing to run: no case of gdn meets dtypes=['bf16'], "
+                                   "limits={'head_dims': [64, 128]}; the grid offers ")
+    assert "(2, 160, 2, 32, 32)" in str(e.value) and str(e.value).endswith("give shapes= that the limits accept")
+    assert "--" not in str(e.value)  # not the CLI's options
+    assert len(larc.cases("gdn", dtypes=["bf16"], shapes=[(1, 20, 1, 64, 64)], limits={"head_dims": [64, 128]})) == 1
+    with pytest.raises(ValueError, match=r"^shapes, limits: nothing to run: no case of gdn meets "
+                                         r"shapes=\[\(1, 20, 1, 8, 8\)\], limits=\{'min_K': 16\}; "
+                                         r"the grid offers .* \(1, 20, 1, 8, 8\)$"):
+        larc.cases("gdn", shapes=[(1, 20, 1, 8, 8)], limits={"min_K": 16})
+    with pytest.raises(ValueError, match=r"^grid: nothing to run: no case of gdn meets grid=False; the grid is off$"):
+        larc.cases("gdn", grid=False)
 
 
 def test_wrong_arguments_raise_value_error_naming_them():
@@ -188,6 +206,38 @@ def test_touching_the_inputs_is_a_failure_naming_the_input(tmp_path):
         return honest(q, k, v, g, beta, scale)
     assert "q: the callable modified this input" in failure(scales_q, tmp_path)[1]
     assert "v: written past its last element" in failure(writes_past_v, tmp_path)[1]
+
+
+def test_an_input_modified_in_place_fails_alone_as_every_run_gets_the_cases_inputs(tmp_path):
+    honest, k_seen = kernel(), []
+
+    def scales_k_afterwards(q, k, v, g, beta, scale):
+        k_seen.append(k.copy())
+        out = honest(q, k, v, g, beta, scale)
+        k *= 2
+        return out
+    result, message = failure(scales_k_afterwards, tmp_path, shrink=False)
+    assert "k: the callable modified this input" in message
+    assert "nondeterministic" not in message and result.json["deterministic"]
+    assert len(k_seen) == 2 and np.array_equal(k_seen[0], k_seen[1])
+
+
+def test_a_failure_outside_pytest_gives_the_larc_gate_call_that_reruns_it(tmp_path, monkeypatch):
+    numpy_gdn_dropped_carry = kernel("dropped_carry")
+    result, message = failure(numpy_gdn_dropped_carry, tmp_path, knobs={"decay_max": 0.5}, grade="io", shrink=False)
+    call = ("larc.gate(numpy_gdn_dropped_carry, mechanism='gdn', dtype='fp32', shape=(1, 100, 2, 16, 16), seed=1, "
+            "knobs={'decay_max': 0.5}, grade='io')")
+    assert f"  rerun:       {call}\n" in message
+    # Run as printed, it fails the same way (not shrunk again, saved elsewhere).
+    monkeypatch.setitem(_context.current, "shrink", 0)
+    monkeypatch.setenv("LARC_SAVE_DIR", str(tmp_path / "again"))
+    with pytest.raises(larc.GateFailure) as again:
+        eval(call, {"larc": larc, "numpy_gdn_dropped_carry": numpy_gdn_dropped_carry})
+    assert again.value.result.outputs["o"].json == result.outputs["o"].json
+    # A case read from a fixture reruns from it; a callable without a name to type is fn.
+    replayed = larc.Case.from_fixture(result.fixture).run(lambda **kw: numpy_gdn_dropped_carry(**kw), save_dir=tmp_path,
+                                                          shrink=False, runs=3)
+    assert replayed.json["rerun"] == f"larc.Case.from_fixture({result.fixture!r}).gate(fn, runs=3)"
 
 
 def test_parameters_reach_only_callables_that_name_them():
@@ -362,3 +412,24 @@ def test_fla_diff_names_the_output_a_defective_stand_in_breaks(tmp_path):
         run = subprocess.run([program, "diff", str(tmp_path / "fixtures" / "gdn_fp32.safetensors"), str(candidate)],
                              capture_output=True, text=True)
         assert run.returncode == 1 and "o: FAIL" in run.stdout, run.stdout + run.stderr
+
+
+def o_one_percent_off(q, k, v, g, beta, scale, initial_state=None):
+    o, S = kernel()(q, k, v, g, beta, scale, initial_state)
+    return o * np.float32(1.01), S
+
+
+def test_a_random_cases_failure_is_saved_under_a_name_a_file_system_takes(tmp_path):
+    """A random case's id spells every knob it draws; with the kernel's name its saved files' names would
+    pass 255 bytes: they still get names a file system takes, two cases apart, and the fixture replays
+    the case."""
+    saved = []
+    name = "TestChunkedGatedDeltaRuleKernels.test_forward_with_dropped_carry"
+    for case in larc.cases("gdn", dtypes=["fp32"], random=2, grid=False, seed=5):
+        assert len(f"{name}_gdn_{case.id}.candidate.safetensors") > 255, case.id  # the case this test is about
+        result = case.run(o_one_percent_off, kernel=name, save_dir=tmp_path, shrink=False)
+        assert not result.passed
+        assert all(len(os.path.basename(p)) <= 255 for p in (result.fixture, result.candidate))
+        assert larc.Case.from_fixture(result.fixture).spec["seed"] == case.spec["seed"]
+        saved.append(result.fixture)
+    assert len(set(saved)) == 2

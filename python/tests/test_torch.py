@@ -1,6 +1,8 @@
 """The torch path on the CPU (Debian's python3-torch where it is installed; skipped otherwise): inputs
 arrive as torch tensors of the case's dtype on the device, outputs must come back as tensors of the
 output's dtype on it, bf16 included (numpy has none)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -57,8 +59,29 @@ def test_in_place_update_of_an_input_fails(tmp_path):
     def scales_k(q, k, **rest):
         k.mul_(2)
         return honest(q=q, k=k, **rest)
-    with pytest.raises(larc.GateFailure, match="k: the callable modified this input"):
-        larc.gate(scales_k, mechanism="gdn", dtype="fp16", shape=SHAPE, device="cpu", save_dir=tmp_path)
+    with pytest.raises(larc.GateFailure) as e:
+        larc.gate(scales_k, mechanism="gdn", dtype="fp16", shape=SHAPE, device="cpu", save_dir=tmp_path, shrink=False)
+    # The second run gets k as the case has it, so the outputs of the two runs agree.
+    assert "k: the callable modified this input" in str(e.value) and "nondeterministic" not in str(e.value)
+
+
+def test_a_device_this_torch_cannot_use_is_refused_before_the_case_is_prepared(monkeypatch):
+    monkeypatch.setattr(larc._case.Case, "prepare", lambda *a, **k: pytest.fail("a case was prepared"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for device, message in [
+            ("cuda", "device: 'cuda' is not available here (torch.cuda.is_available() is False; available: cpu)"),
+            ("meta", "device: 'meta' is not available here (larc takes cpu and cuda devices; available: cpu)"),
+            ("gpu", "device: 'gpu' is not a torch device (")]:
+        with pytest.raises(ValueError, match="^" + re.escape(message)):
+            larc.gate(torch_gdn(), mechanism="gdn", shape=SHAPE, device=device)
+    assert str(larc.cases("gdn", dtypes=["fp32"], shapes=[SHAPE])[0].inputs(device="cpu")["q"].device) == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    (case,) = larc.cases("gdn", dtypes=["fp32"], shapes=[SHAPE])
+    with pytest.raises(ValueError, match=re.escape("device: 'cuda:2' is not available here "
+                                                   "(torch.cuda.device_count() is 2; available: cpu, cuda:0, cuda:1)")):
+        case.run(torch_gdn(), device="cuda:2")
+    assert case._handle is None  # refused before its inputs and oracle were made
 
 
 def test_check_takes_bf16_tensors_and_finds_the_defect(tmp_path):
