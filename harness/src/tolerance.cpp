@@ -127,8 +127,14 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     for (std::size_t s = 0; s < n_slices; ++s) ez[s] = std::max(ez[s], std::sqrt(e[s]));
   }
 
+  // The floor per element: the most that rounding the oracle itself to D can cost, u_D|o| in D's normal
+  // range and half D's smallest subnormal η_D below it, where D's spacing is η_D: an output that underflows
+  // D is judged to its own quantum, not to u_D|o| (docs/gate.md "The tolerance policy").
+  const double u = ref::dtype_unit_roundoff(out.dtype),
+               half_quantum = std::ldexp(1.0, min_exponent_of(out.dtype) - digits_of(out.dtype)) / 2;
+
   // The subject: written, finite, squared errors per slice, figures over the whole tensor.
-  std::vector<double> ey(n_slices, 0), eo(n_slices, 0);
+  std::vector<double> ey(n_slices, 0), eo(n_slices, 0), ef(n_slices, 0);
   double sum_y2 = 0, sum_o2 = 0, dot_yo = 0, norm_y2 = 0;
   for (std::size_t i = 0; i < O.data.size(); ++i) {
     const double o = O.data[i], y = Y.data[i];
@@ -148,6 +154,8 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     const double dy = y - o;
     ey[s] += dy * dy;
     eo[s] += o * o;
+    const double f = std::max(u * std::fabs(o), half_quantum);
+    ef[s] += f * f;
     sum_y2 += dy * dy;
     sum_o2 += o * o;
     dot_yo += y * o;
@@ -158,14 +166,12 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     }
     j.max_ulps = std::max(j.max_ulps, std::fabs(dy) / ulp_of(out.dtype, o));
   }
-  double sum_z2 = 0;
-  for (std::size_t s = 0; s < n_slices; ++s) sum_z2 += ez[s] * ez[s];
-  for (std::size_t s = 0; s < n_slices; ++s) ey[s] = std::sqrt(ey[s]), eo[s] = std::sqrt(eo[s]);
+  double sum_z2 = 0, sum_f2 = 0;
+  for (std::size_t s = 0; s < n_slices; ++s) sum_z2 += ez[s] * ez[s], sum_f2 += ef[s];
+  for (std::size_t s = 0; s < n_slices; ++s) ey[s] = std::sqrt(ey[s]), eo[s] = std::sqrt(eo[s]), ef[s] = std::sqrt(ef[s]);
 
-  const double u = ref::dtype_unit_roundoff(out.dtype);
   j.slice_error = ey;
-  j.slice_floor.resize(n_slices);
-  for (std::size_t t = 0; t < n_slices; ++t) j.slice_floor[t] = u * eo[t];
+  j.slice_floor = ef;
   // Slices without a time axis are judged each on its own: a window of one.
   const auto W = out.time_axis < 0 ? std::size_t{1} : static_cast<std::size_t>(std::max<std::int64_t>(1, cfg.window));
   const double k = out.gradient ? cfg.k_gradient : cfg.k;
@@ -181,11 +187,11 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     const std::size_t w1 = out.gradient ? std::min(n_slices - 1, w0 + W - 1) : t;
     double wy = 0, wz = 0, wf = 0, window_baseline_max = 0;
     for (std::size_t s = w0; s <= w1; ++s) {
-      wy += ey[s] * ey[s], wz += ez[s] * ez[s], wf += (u * eo[s]) * (u * eo[s]);
+      wy += ey[s] * ey[s], wz += ez[s] * ez[s], wf += ef[s] * ef[s];
       window_baseline_max = std::max(window_baseline_max, ez[s]);
     }
     // (3) per timestep
-    const double tol_t = k * window_baseline_max + u * eo[t];
+    const double tol_t = k * window_baseline_max + ef[t];
     j.slice_tolerance[t] = tol_t;
     const double ratio_t = ey[t] == 0 ? 0 : ey[t] / tol_t;
     if (ratio_t > worst_timestep_ratio || j.worst_timestep < 0) {
@@ -198,7 +204,7 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
                                    : n_slices > 1 ? "slice " + std::to_string(t) : std::string("whole tensor")) +
                                         ": error " + num(ey[t]) + " > tolerance " + num(tol_t) + " (" + num(k) +
                                         " × baseline " + num(window_baseline_max) + " + floor " +
-                                        num(u * eo[t]) + "), relative " + num(eo[t] > 0 ? ey[t] / eo[t] : ey[t]));
+                                        num(ef[t]) + "), relative " + num(eo[t] > 0 ? ey[t] / eo[t] : ey[t]));
     // (4) the window (only full windows, and the whole tensor when shorter)
     if (out.gradient ? (t + W <= n_slices || t == 0) : (t + 1 >= W || t + 1 == n_slices)) {
       const double tol_w = k * std::sqrt(wz) + std::sqrt(wf);
@@ -229,7 +235,7 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
     j.baseline_rel_rms = std::sqrt(sum_z2 / sum_o2);
   }
   j.cosine = norm_y2 > 0 && sum_o2 > 0 ? dot_yo / std::sqrt(norm_y2 * sum_o2) : (norm_y2 == sum_o2 ? 1.0 : 0.0);
-  const double whole_tol = k * std::sqrt(sum_z2) + u * std::sqrt(sum_o2);
+  const double whole_tol = k * std::sqrt(sum_z2) + std::sqrt(sum_f2);
   j.whole_tensor_ratio = sum_y2 == 0 ? 0 : std::sqrt(sum_y2) / whole_tol;
   j.pass = j.unwritten == 0 && j.non_finite == 0 && j.baseline_non_finite == 0 && j.timestep_violations == 0 &&
            j.window_violations == 0 && j.oracle_certified;

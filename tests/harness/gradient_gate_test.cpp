@@ -5,7 +5,13 @@
 // relative RMS error FLA's tests threshold (docs/gate.md quotes them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "backward_subjects.h"
 #include "larc/harness/runner.h"
@@ -364,6 +370,120 @@ TEST(GradientGate, KlaKeyGradientWithoutTheStepTermFails) {
     EXPECT_EQ(j.pass, j.output != "dk") << j.output;
   }
   EXPECT_TRUE(h::run_subject(p, h::find_subject("ref-serial-f32", "kla-backward")).pass);
+}
+
+// fp16 gradients that underflow fp16 (docs/gate.md "The tolerance policy", the floor). With dht alone,
+// β near 1 and K = 1 (a fuzz case of the H200 campaign), dk, dv, dg and dβ decay toward the first tokens
+// to 1e-32 and below, under half of fp16's smallest subnormal η = 2⁻²⁴. There both float baselines round
+// to exactly 0, so without the floor their error is ‖O_t‖ (~1e-32) and a subject whose float residual
+// rounds to η instead of 0 failed by ~1e23×. Candidates: the float chunked (UT/WY) backward's outputs
+// with their error scaled by f, rounded to the outputs' dtypes, i.e. honest arithmetic erring f times as
+// much as the baseline (f ≤ 2.9 < k = 3), must pass; planted defects must still fail.
+h::PreparedCase underflowing_fp16_case() {
+  h::CaseSpec s;
+  s.mechanism = "gdn-backward";
+  s.dtype = Dtype::fp16;
+  s.shape = {2, 192, 2, 1, 16};
+  s.seed = 16683874812637312672ull;
+  s.knobs = {{"beta_hi", 0.79353521269673055}, {"beta_lo", 1.889353737278477},   {"collinearity", 0.97072039410629929},
+             {"cotangents", 2},                {"decay_max", 0.030536007202762016}, {"initial_state", 2},
+             {"scale_factor", 0.37755811367555486}, {"zero_decay_fraction", 0.40708092727434353}};
+  return h::prepare_case(s);
+}
+
+// `values` rounded to each output's dtype (fp16, dh0 float32) as a kernel returns them.
+h::TensorMap rounded_outputs(const h::PreparedCase& p, const h::ValueMap& values) {
+  h::TensorMap out = h::poisoned_outputs(h::find_mechanism(p.spec.mechanism), p);
+  larc::harness::io_subjects::write_outputs(values, out);
+  return out;
+}
+
+double worst_ratio_of(const h::CaseResult& r) {
+  double w = 0;
+  for (const h::Judgement& j : r.outputs) w = std::max(w, j.worst_ratio);
+  return w;
+}
+
+TEST(GradientGate, Fp16GradientsBelowHalfTheSmallestSubnormalAreJudgedToTheirQuantum) {
+  const h::PreparedCase p = underflowing_fp16_case();
+  const h::Mechanism& m = h::find_mechanism(p.spec.mechanism);
+  const h::ValueMap chunked = m.compute(h::decode_all(p.inputs), h::Precision::f32, larc::ref::Form::chunked, 64);
+  // The premise: dk's oracle at token 100 lies far below η/2 (so both baselines round to 0 there).
+  EXPECT_LT(std::fabs(p.oracle.at("dk").data[100 * 2]), 1e-30);
+  for (double f : {1.5, 2.0, 2.5, 2.9}) {
+    h::ValueMap scaled = chunked;
+    for (auto& [name, z] : scaled)
+      for (std::size_t i = 0; i < z.data.size(); ++i) {
+        const double o = p.oracle.at(name).data[i];
+        z.data[i] = o + f * (z.data[i] - o);
+      }
+    const h::CaseResult r = h::judge_candidate(p, rounded_outputs(p, scaled));
+    std::printf("underflowing fp16 case, float UT/WY error x %.1f: worst ratio %9.3g  %s\n", f, worst_ratio_of(r),
+                r.pass ? "pass" : "FAIL");
+    EXPECT_TRUE(r.pass) << "f = " << f << (r.errors.empty() ? "" : ": " + r.errors.front());
+  }
+  // Planted: dk + 6e-8 (one quantum η after rounding) on every element of tokens 55..118, where the float
+  // UT/WY form's residual is below 9e-9: twice the floor at every one of those tokens.
+  h::ValueMap biased = p.oracle;
+  larc::ref::Tensor<double>& dk = biased.at("dk");
+  const std::int64_t T = dk.dim(1), row = dk.dim(2) * dk.dim(3);
+  for (std::int64_t b = 0; b < dk.dim(0); ++b)
+    for (std::int64_t t = 55; t <= 118; ++t)
+      for (std::int64_t i = 0; i < row; ++i) dk.data[(b * T + t) * row + i] += 6e-8;
+  const h::CaseResult r_biased = h::judge_candidate(p, rounded_outputs(p, biased));
+  std::printf("underflowing fp16 case, dk + 6e-8 on tokens 55..118: worst ratio %9.3g  %s\n", worst_ratio_of(r_biased),
+              r_biased.pass ? "pass" : "FAIL");
+  EXPECT_FALSE(r_biased.pass);
+  // Planted: dk × 1.5 (dk reaches 138 at the last tokens: far above the floor).
+  h::ValueMap scaled_dk = chunked;
+  for (double& x : scaled_dk.at("dk").data) x *= 1.5;
+  const h::CaseResult r_scaled = h::judge_candidate(p, rounded_outputs(p, scaled_dk));
+  std::printf("underflowing fp16 case, dk x 1.5: worst ratio %9.3g  %s\n", worst_ratio_of(r_scaled),
+              r_scaled.pass ? "pass" : "FAIL");
+  EXPECT_FALSE(r_scaled.pass);
+}
+
+// Near the floor: an fp16 case whose cotangents are scaled by 1e-6, so that dq, dk and dv lie in fp16's
+// subnormal range (the largest dk between 16 and 1024 quanta η; there the floor η/2 exceeds u|o|). The
+// honest float forms pass; dk × 1.5, dk × 1.1 and dv with two quanta added to every element fail. One
+// quantum added to every element, the output's own resolution, is printed, not required to fail
+// (docs/gate.md "The tolerance policy").
+TEST(GradientGate, Fp16GradientDefectsInTheSubnormalRangeStillFail) {
+  const h::Mechanism& m = h::find_mechanism("gdn-backward");
+  h::CaseSpec s;
+  s.mechanism = m.name;
+  s.dtype = Dtype::fp16;
+  s.shape = {1, 128, 2, 16, 16};
+  s.seed = 11;
+  s.knobs = m.resolve_knobs({{"initial_state", 2}, {"decay_max", 0.05}});
+  h::ValueMap values = m.generate(s.shape, s.seed, s.knobs);
+  for (const char* cotangent : {"do", "dht"})
+    for (double& x : values.at(cotangent).data) x *= 1e-6;
+  const h::PreparedCase p = h::prepare_case(s, values);
+  double largest_dk = 0;
+  for (double x : p.oracle.at("dk").data) largest_dk = std::max(largest_dk, std::fabs(x));
+  EXPECT_LT(largest_dk, std::ldexp(1.0, -14));  // below fp16's smallest normal
+  EXPECT_GT(largest_dk, std::ldexp(1.0, -20));  // above 16 quanta
+  for (const char* subject : {"ref-serial-f32", "ref-chunked-f32"})
+    EXPECT_TRUE(h::run_subject(p, h::find_subject(subject, m.name)).pass) << subject;
+  const h::ValueMap chunked = m.compute(h::decode_all(p.inputs), h::Precision::f32, larc::ref::Form::chunked, 64);
+  auto edited = [&](const char* output, const std::function<double(double)>& edit) {
+    h::ValueMap v = chunked;
+    for (double& x : v.at(output).data) x = edit(x);
+    return h::judge_candidate(p, rounded_outputs(p, v));
+  };
+  const double eta = std::ldexp(1.0, -24);
+  const std::vector<std::pair<std::string, h::CaseResult>> defects{
+      {"dk x 1.5", edited("dk", [](double x) { return 1.5 * x; })},
+      {"dk x 1.1", edited("dk", [](double x) { return 1.1 * x; })},
+      {"dv + 2 eta", edited("dv", [eta](double x) { return x + 2 * eta; })}};
+  for (const auto& [what, r] : defects) {
+    std::printf("fp16 subnormal gradients, %s: worst ratio %9.3g  %s\n", what.c_str(), worst_ratio_of(r), r.pass ? "pass" : "FAIL");
+    EXPECT_FALSE(r.pass) << what;
+  }
+  const h::CaseResult one_quantum = edited("dv", [eta](double x) { return x + eta; });
+  std::printf("fp16 subnormal gradients, dv + eta: worst ratio %9.3g  %s\n", worst_ratio_of(one_quantum),
+              one_quantum.pass ? "pass" : "FAIL");
 }
 
 }  // namespace

@@ -8,8 +8,10 @@
 // in docs/gate.md "The tolerance policy"). Per slice, e_t(Z) is therefore the largest error among the
 // reference's float forms: the level honest arithmetic in D's accumulation type reaches.
 // Slices: one per timestep t (all other coordinates of the output), or one slice for outputs without
-// a time axis (final states). With e_t(X) = ‖X_t − O_t‖₂ and floor F_t = u_D · ‖O_t‖₂ (the most that
-// rounding the oracle itself to D can cost), the subject Y passes iff
+// a time axis (final states). With e_t(X) = ‖X_t − O_t‖₂ and floor F_t = ‖max(u_D·|O_t|, η_D/2)‖₂ per
+// element (the most that rounding the oracle itself to D can cost: u_D|o| in D's normal range, half D's
+// smallest subnormal η_D below it, so that an output that underflows D is judged to its own quantum),
+// the subject Y passes iff
 //   (1) every element was written (outputs are poisoned with NaN before the subject runs);
 //   (2) Y is finite wherever O is finite;
 //   (3) per timestep:  e_t(Y) ≤ k · max_{s ∈ w(t)} e_s(Z) + F_t, where w(t) is the trailing window
@@ -81,12 +83,12 @@ struct Judgement {
   std::vector<std::int64_t> worst_coordinate;    // coordinate of max |Y − O|
   double max_ulps = 0;                           // max |Y − O| in units of D's spacing at O
   double cosine = 1;                             // whole-tensor cosine(Y, O): reported, never a criterion
-  double whole_tensor_ratio = 0;                 // ‖Y − O‖_F / (k‖Z − O‖_F + u_D‖O‖_F): reported, never a criterion
+  double whole_tensor_ratio = 0;                 // ‖Y − O‖_F / (k‖Z − O‖_F + ‖F‖_F): reported, never a criterion
   double oracle_margin = 0;                      // min over slices of tolerance / oracle error (inf when exact)
   bool oracle_certified = false;                 // oracle_margin ≥ config.oracle_margin (else the case fails)
 
   double oracle_norm = 0;                        // ‖O‖_F over finite elements (names the oracle in profiles)
-  // Per slice: e_t(Y) and the floor F_t = u_D‖O_t‖ (what an accuracy-regression profile records),
+  // Per slice: e_t(Y) and the floor F_t = ‖max(u_D|O_t|, η_D/2)‖ (what an accuracy-regression profile records),
   // and criterion (3)'s tolerance k · max_{s ∈ w(t)} e_s(Z) + F_t (a failure's worst timesteps).
   std::vector<double> slice_error, slice_floor, slice_tolerance;
 
