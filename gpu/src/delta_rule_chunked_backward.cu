@@ -1,17 +1,19 @@
 // Launchers and registry entries of the chunked (UT/WY) GDN / KLA backward (the kernels:
 // delta_rule_chunked_backward.cuh; docs/gpu-kernels/delta-rule.md "Chunked backward"). Inputs and outputs
-// are gdn/kla-fused-recurrent-backward's (delta_rule_backward.cu): q, k, v, g, beta (KLA: eta), do
-// [B,T,H,·] in one dtype, optional fp32 initial_state and dht [B,H,K,V]; dq, dk, dv, dg, dbeta (deta) in
-// the inputs' dtype and the optional fp32 dh0. K ≤ 256, any V ≥ 1, any T ≥ 0; value heads not grouped.
-// The varlen kernels take FLA's cu_seqlens with B = 1 and states [N,H,K,V]; tokens outside every sequence
-// get zero gradients.
+// are gdn/kla-fused-recurrent-backward's (delta_rule_backward.cu): q, k [B,T,H,K] and v [B,T,W,V], g, beta
+// (KLA: eta) [B,T,W], do [B,T,W,V] in one dtype, optional fp32 initial_state and dht [B,W,K,V]; dq, dk
+// [B,T,H,K], dv, dg, dbeta (deta) per value head in the inputs' dtype and the optional fp32 dh0 [B,W,K,V].
+// W a multiple of H groups the value heads (FLA's GVA): dq and dk sum their group's value heads.
+// K ≤ 256, any V ≥ 1, any T ≥ 0. The varlen kernels take FLA's cu_seqlens with B = 1 and states
+// [N,W,K,V]; tokens outside every sequence get zero gradients.
 // Two grades: the fp32 grade (intermediate operands as three bf16 terms) and the io grade
 // (intermediates rounded to the input dtype but on dh0's chain, declared so that the gate judges it at io).
 //
 // Workspace (stream-ordered, chunk_launch.cuh): the forward's records and states (delta_rule_chunked.cu),
 // the final state, and per (head, chunk) the backward's operands, ∂L/∂S_{c+1} and dV_new (fp32), the value
 // sums, Rᵀ and (bf16/fp16) the state pass's fp32 S_c and V_new: at K = V = 128 about 0.81 MB a chunk with
-// the fp32 grade (6.6 GB at B = 1, H = 16, T = 32,768).
+// the fp32 grade (6.6 GB at B = 1, H = 16, T = 32,768); with grouped value heads, per value head, plus each
+// value head's fp32 dq and dk (64 KB a chunk at K = 128).
 #include <algorithm>
 #include <string>
 
@@ -42,15 +44,16 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   const std::int64_t final_floats = aligned(f.sequences * f.H * f.K * V);
   const std::int64_t copies = kMma<T> ? records : 0;  // the state pass's fp32 S_c and V_new (bf16/fp16)
   const std::int64_t parts[] = {
-      aligned(copies * KP * V),                    // states_f32
-      aligned(copies * kChunk * V),                // vnew_f32
-      records * Operands<T, KP>::kWords,           // operands
-      aligned(records * KP * V),                   // d_states
-      aligned(f.sequences * f.H * KP * V),         // d_start
-      aligned(records * kChunk * V),               // d_vnew
-      records * Sums<KP>::kWords,                  // sums
-      records * kChunk * kChunk,                   // solve_t
-      2 * records * f.out_tiles * kChunk};         // dg_terms (fp64)
+      aligned(copies * KP * V),                      // states_f32
+      aligned(copies * kChunk * V),                  // vnew_f32
+      records * Operands<T, KP>::kWords,             // operands
+      aligned(records * KP * V),                     // d_states
+      aligned(f.sequences * f.H * KP * V),           // d_start
+      aligned(records * kChunk * V),                 // d_vnew
+      records * Sums<KP>::kWords,                    // sums
+      records * kChunk * kChunk,                     // solve_t
+      f.group > 1 ? 2 * records * kChunk * f.K : 0,  // dqk_parts (grouped value heads)
+      2 * records * f.out_tiles * kChunk};           // dg_terms (fp64)
   std::int64_t floats = states + final_floats;
   for (const std::int64_t part : parts) floats += part;
 
@@ -82,8 +85,9 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     float* next = workspace + states;
     f.final_state = {next, f.H * f.K * V, f.K * V, V, 1};
     next += final_floats;
-    float** const targets[] = {&f.states_f32, &f.vnew_f32, &p.operands, &p.d_states, &p.d_start, &p.d_vnew, &p.sums, &p.solve_t};
-    for (int i = 0; i < 8; ++i) {
+    float** const targets[] = {&f.states_f32, &f.vnew_f32, &p.operands, &p.d_states, &p.d_start,
+                               &p.d_vnew,     &p.sums,     &p.solve_t,  &p.dqk_parts};
+    for (int i = 0; i < 9; ++i) {
       *targets[i] = parts[i] > 0 ? next : nullptr;
       next += parts[i];
     }
@@ -99,6 +103,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   if (records > 0) {
     reductions<<<grid(records * p.key_tiles), kThreads, reductions_smem, stream>>>(p);
     gradients<<<grid(records), kThreads, gradients_smem, stream>>>(p);
+    if (p.dqk_parts != nullptr) sum_value_head_groups<T><<<grid(f.H / f.group * f.slots), kThreads, 0, stream>>>(p);
     values<<<grid(records * f.out_tiles), kThreads, values_smem, stream>>>(p);
     decays<<<grid(records), kThreads, 0, stream>>>(p);
   }
@@ -115,29 +120,33 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   const Dtype dt = v.dtype_of("q", {Dtype::bf16, Dtype::fp16, Dtype::fp32});
   const TensorView* q = v.input("q", "BTHK", dt);
   const TensorView* k = v.input("k", "BTHK", dt);
-  const TensorView* val = v.input("v", "BTHV", dt);
-  const TensorView* gate = v.input("g", "BTH", dt);
+  // Everything but q, k and their gradients per value head (W), as the forward's launch binds them.
+  const TensorView* val = v.input("v", "BTWV", dt);
+  const TensorView* gate = v.input("g", "BTW", dt);
   const char* step_name = STEP == Step::beta ? "beta" : "eta";
-  const TensorView* step = v.input(step_name, "BTH", dt);
-  const TensorView* d_o = v.input("do", "BTHV", dt);
+  const TensorView* step = v.input(step_name, "BTW", dt);
+  const TensorView* d_o = v.input("do", "BTWV", dt);
   const TensorView* cu = varlen ? v.cu_seqlens() : nullptr;
-  const char* states = varlen ? "NHKV" : "BHKV";
+  const char* states = varlen ? "NWKV" : "BWKV";
   const TensorView* h0 = v.input("initial_state", states, Dtype::fp32, true);
   const TensorView* dht = v.input("dht", states, Dtype::fp32, true);
   const TensorView* dq = v.output("dq", "BTHK", dt);
   const TensorView* dk = v.output("dk", "BTHK", dt);
-  const TensorView* dv = v.output("dv", "BTHV", dt);
-  const TensorView* dg = v.output("dg", "BTH", dt);
-  const TensorView* dstep = v.output(std::string("d") + step_name, "BTH", dt);
+  const TensorView* dv = v.output("dv", "BTWV", dt);
+  const TensorView* dg = v.output("dg", "BTW", dt);
+  const TensorView* dstep = v.output(std::string("d") + step_name, "BTW", dt);
   const TensorView* dh0 = v.output("dh0", states, Dtype::fp32, true);
   v.require_size('K', 1, kMaxK);
   fwd::require_prepare_k(v, dt);
   v.require_size('V', 1, 0);
-  const std::int64_t sequences = v.size(varlen ? 'N' : 'B'), H = v.size('H'), tokens = v.size('T');
+  v.require_value_head_groups();
+  // H below: the value heads, over which every kernel but sum_value_head_groups runs.
+  const std::int64_t sequences = v.size(varlen ? 'N' : 'B'), H = v.size('W'), tokens = v.size('T');
   // Record slots per head as the forward's launch counts them (delta_rule_chunked.cu).
   const std::int64_t chunks = fwd::chunks_in(tokens), slots = varlen ? chunks + sequences : v.size('B') * chunks;
   const std::int64_t v_tiles = (v.size('V') + fwd::kTileV - 1) / fwd::kTileV;
   const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
+  // The largest grids (sum_value_head_groups' H / group · slots is below them).
   v.require_grid(std::max({H * slots * out_tiles, H * slots * (kMaxK / kKeyTile), sequences * H * v_tiles}));
   const float scale = v.read_scale(v.size('K'));
   if (!v.ok()) return v.status();
@@ -160,6 +169,7 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
     f.sequences = sequences;
     f.slots = slots;
     f.H = static_cast<int>(H);
+    f.group = static_cast<int>(H / v.size('H'));
     f.K = static_cast<int>(v.size('K'));
     f.V = static_cast<int>(v.size('V'));
     f.v_tiles = static_cast<int>(v_tiles);
@@ -187,6 +197,7 @@ template <Step STEP, Grade GRADE>
 Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
   auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP, GRADE>(args, name, varlen); };
   Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
+  k.limits.value_head_groups = true;
   k.limits.chunk = kChunk;
   k.io_grade = GRADE == Grade::io;
   return k;

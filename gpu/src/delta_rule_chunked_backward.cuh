@@ -28,6 +28,12 @@
 // value_gradients (per chunk and 64 value columns) forms dv and the decay identity's terms; and
 // decay_gradients (per chunk) sums them into dg. No atomics: every run gives the same bits.
 //
+// Grouped value heads (FLA's GVA, as the forward's): every kernel runs per value head h, reading q and k
+// of query/key head h / group; dv, dg, dβ (dη) and dh0 are per value head. dq and dk sum the group's
+// value heads: with group > 1 chunk_gradients writes each value head's fp32 dq, dk (KLA's path through
+// β included, which is per value head) to the workspace and sum_value_head_groups adds them in value head
+// order; with group = 1 chunk_gradients writes dq and dk itself.
+//
 // Arithmetic: products on tensor cores (bf16/fp16) or by FMA in fp64 (fp32), as the forward's. TERMS
 // bf16 terms per intermediate operand: kStateTerms (24 bits) for the fp32 grade, the input's terms for
 // the io grade (intermediates rounded to the input dtype, or finer). S_c and V_new are read in fp32 (the
@@ -69,14 +75,16 @@ struct Params {
   Strided<T> dq, dk, dv, dg, dstep;
   Strided<float> d_initial;  // optional dh0
   int key_tiles = 0;         // KP / kKeyTile
-  // Workspace, per (head, slot): operands (Operands), D_{c+1} fp32 [KP][V], dV_new fp32 [64][V], the value
-  // sums (Sums), Rᵀ fp32 [64][64], the decay terms fp64 [out tiles][64]; per sequence and head d_start.
+  // Workspace, per (value head, slot): operands (Operands), D_{c+1} fp32 [KP][V], dV_new fp32 [64][V], the
+  // value sums (Sums), Rᵀ fp32 [64][64], with group > 1 dq and dk fp32 [2][64][K], the decay terms fp64
+  // [out tiles][64]; per sequence and value head d_start.
   float* operands = nullptr;
   float* d_states = nullptr;
   float* d_start = nullptr;  // ∂L/∂S entering each sequence's first chunk (dh0), fp32 [B|N][H][KP][V]
   float* d_vnew = nullptr;
   float* sums = nullptr;
   float* solve_t = nullptr;
+  float* dqk_parts = nullptr;  // group > 1 only (null: chunk_gradients writes dq, dk)
   double* dg_terms = nullptr;
 };
 
@@ -129,6 +137,11 @@ __device__ __forceinline__ float* d_state_of(const Params<T>& p, int h, std::int
 template <class T>
 __device__ __forceinline__ float* d_vnew_of(const Params<T>& p, int h, std::int64_t slot) {
   return p.d_vnew + record_index(p, h, slot) * kChunk * p.f.V;
+}
+// Value head h's dq of (slot, token i, key) (group > 1); its dk follows at + kChunk · K.
+template <class T>
+__device__ __forceinline__ float* dqk_part_of(const Params<T>& p, int h, std::int64_t slot, int i, int key) {
+  return p.dqk_parts + record_index(p, h, slot) * 2 * kChunk * p.f.K + i * p.f.K + key;
 }
 // S_c of (head, slot) at (key, col) and V_new at (token i, col), fp32 as the forward's state pass held
 // them: the register pass's fp32 copies (bf16/fp16), the records' exact one-plane operands (fp32).
@@ -611,7 +624,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
   const auto k_op = operand_at<T, in, kChunk>(region2, kKeyTile);
   const auto q_op = operand_at<T, in, kChunk>(region2 + L::kOp, kKeyTile);
   const auto g_op = operand_at<T, TERMS, kChunk>(region2 + 2 * L::kOp, kKeyTile);
-  const TokenRows<T> dq = rows_of(p.dq, b, h), dk = rows_of(p.dk, b, h);
+  const TokenRows<T> dq = rows_of(p.dq, b, h / p.f.group), dk = rows_of(p.dk, b, h / p.f.group);  // group = 1 only
   for (int key0 = 0; key0 < KP; key0 += kKeyTile) {
     fill(k_op, kKeyTile, [&](int d, int j) { return j < n && key0 + d < K ? to_float(k(t0 + j, key0 + d)) : 0.f; });
     fill(q_op, kKeyTile, [&](int d, int j) { return j < n && key0 + d < K ? to_float(q(t0 + j, key0 + d)) : 0.f; });
@@ -633,11 +646,41 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
           float dk_i = fmaf(to_end_s[i], sums.dk_update()[i * KP + key], acc_k[j][r]);
           dk_i = fmaf(-gamma_s[i] * beta_s[i], acc_g[j][r], dk_i);
           if constexpr (STEP == Step::kaczmarz) dk_i = fmaf(gain_s[i], to_float(k(t0 + i, key)), dk_i);
-          dq(t0 + i, key) = from_float<T>(dq_i);
-          dk(t0 + i, key) = from_float<T>(dk_i);
+          if (p.dqk_parts == nullptr) {
+            dq(t0 + i, key) = from_float<T>(dq_i);
+            dk(t0 + i, key) = from_float<T>(dk_i);
+          } else {  // this value head's part of its group's sum (sum_value_head_groups)
+            float* const part = dqk_part_of(p, h, slot, i, key);
+            part[0] = dq_i;
+            part[kChunk * K] = dk_i;
+          }
         }
     });
     __syncthreads();
+  }
+}
+
+// ---- sum_value_head_groups ---------------------------------------------------------------------------
+// Grouped value heads (group > 1): dq and dk of query/key head hq are the sums of chunk_gradients' parts
+// of value heads hq · group, …, hq · group + group − 1, added in that order in fp32 (one owner per element,
+// a fixed order: the same bits every run). One block per (query/key head, slot): blockIdx.x = hq · slots +
+// slot, so ChunkBlock::h is the query/key head here.
+template <class T>
+__global__ void __launch_bounds__(kThreads) sum_value_head_groups(const Params<T> p) {
+  ChunkBlock cb;
+  if (!chunk_block(p, 1, cb)) return;
+  const int hq = cb.h, group = p.f.group, K = p.f.K;
+  const TokenRows<T> dq = rows_of(p.dq, cb.b, hq), dk = rows_of(p.dk, cb.b, hq);
+  for (int e = threadIdx.x; e < cb.n * K; e += kThreads) {
+    const int i = e / K, key = e % K;
+    float sum_q = 0.f, sum_k = 0.f;
+    for (int j = 0; j < group; ++j) {
+      const float* const part = dqk_part_of(p, hq * group + j, cb.slot, i, key);
+      sum_q += part[0];
+      sum_k += part[kChunk * K];
+    }
+    dq(cb.t0 + i, key) = from_float<T>(sum_q);
+    dk(cb.t0 + i, key) = from_float<T>(sum_k);
   }
 }
 
@@ -806,15 +849,15 @@ __global__ void __launch_bounds__(kThreads) zero_outside_sequences(const Params<
   const fwd::Params<T>& f = p.f;
   const std::int64_t first = fwd::offset_at(f.cu_seqlens, f.cu_seqlens_int64, 0);
   const std::int64_t last = fwd::offset_at(f.cu_seqlens, f.cu_seqlens_int64, f.sequences);
-  const int H = f.H, K = f.K, V = f.V;
+  const std::int64_t H = f.H, Hq = f.H / f.group, K = f.K, V = f.V;  // dq, dk per query/key head
   const T zero = from_float<T>(0.f);
   for (std::int64_t t = blockIdx.x; t < f.tokens; t += gridDim.x) {
     if (first <= t && t < last) continue;
-    for (int e = threadIdx.x; e < H * K; e += kThreads) {
+    for (std::int64_t e = threadIdx.x; e < Hq * K; e += kThreads) {
       *p.dq.at(0, t, e / K, e % K) = zero;
       *p.dk.at(0, t, e / K, e % K) = zero;
     }
-    for (int e = threadIdx.x; e < H * V; e += kThreads) *p.dv.at(0, t, e / V, e % V) = zero;
+    for (std::int64_t e = threadIdx.x; e < H * V; e += kThreads) *p.dv.at(0, t, e / V, e % V) = zero;
     for (int h = threadIdx.x; h < H; h += kThreads) {
       *p.dg.at(0, t, h) = zero;
       *p.dstep.at(0, t, h) = zero;

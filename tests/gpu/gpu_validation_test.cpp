@@ -40,12 +40,12 @@ std::string spec_of(const Kernel& k, const std::string& name) {
 }
 
 // A valid launch of `k` in `dtype`: B = 2 (varlen: 1 batch of N = 2 sequences), T = 5, H = 3, K = V = 16
-// or the kernel's first head dim.
-Launch valid_launch(const Kernel& k, Dtype dtype, bool device) {
+// or the kernel's first head dim, `value_heads` value heads (the W of the mechanism's tensors).
+Launch valid_launch(const Kernel& k, Dtype dtype, bool device, std::int64_t value_heads = 3) {
   const auto& m = larc::harness::find_mechanism(k.mechanism);
   const std::int64_t d = k.limits.head_dims.empty() ? 16 : k.limits.head_dims.front();
-  const larc::harness::Shape s{k.limits.varlen ? 1 : 2, 5, 3, d, d};
-  const larc::harness::Shape states{2, 5, 3, d, d};
+  const larc::harness::Shape s{k.limits.varlen ? 1 : 2, 5, 3, d, d, value_heads};
+  const larc::harness::Shape states{2, 5, 3, d, d, value_heads};
   Launch L;
   std::uintptr_t fake = 1 << 20;
   auto add = [&](larc::gpu::Tensors& to, const std::string& name, const std::vector<std::int64_t>& shape, Dtype dt) {
@@ -73,8 +73,9 @@ Launch valid_launch(const Kernel& k, Dtype dtype, bool device) {
         state ? Dtype::fp32 : dtype);
     if (!state) L.required.push_back(spec.name);
   }
-  if (k.limits.initial_state)
-    add(L.args.inputs, "initial_state", larc::harness::dims_of("BHKV", states), Dtype::fp32);
+  if (k.limits.initial_state)  // per value head where the kernel groups them
+    add(L.args.inputs, "initial_state", larc::harness::dims_of(k.limits.value_head_groups ? "BWKV" : "BHKV", states),
+        Dtype::fp32);
   if (k.limits.varlen) {
     add(L.args.inputs, "cu_seqlens", {3}, Dtype::i64);
     L.required.push_back("cu_seqlens");
@@ -117,6 +118,11 @@ class GpuValidation : public ::testing::TestWithParam<KernelDtype> {
 class GpuValidationAnyHeadDim : public GpuValidation {};
 // The kernels with a smallest key dimension above 1.
 class GpuValidationSmallestK : public GpuValidation {};
+// The kernels that take grouped value heads (ShapeLimits::value_head_groups) of a mechanism that has them.
+class GpuValidationGroupedValueHeads : public GpuValidation {};
+bool takes_grouped_value_heads(const Kernel& k) {
+  return k.limits.value_head_groups && larc::harness::find_mechanism(k.mechanism).groups_value_heads();
+}
 
 TEST(GpuValidation, RegistryIsNotEmpty) { ASSERT_FALSE(larc::gpu::kernels().empty()); }
 
@@ -224,6 +230,13 @@ TEST(GpuValidation, ChunkedDeltaRuleKernelsRefuseAnFp16KeyDimensionBeyondChunkPr
   EXPECT_EQ(checked, 16);  // gdn/kla, forward/backward, fp32/io grade, with and without varlen
 }
 
+// The kernels that group value heads (FLA's GVA) take W a multiple of H — H = 3, W = 6: two value heads
+// read each query/key head — and refuse any other W by name, before anything is launched.
+TEST_P(GpuValidationGroupedValueHeads, TakeAMultipleOfTheQueryKeyHeadsAndRefuseAnyOtherCount) {
+  expect_validation_passes(k, valid_launch(k, dtype, device, 6), device);
+  expect_refused(k, valid_launch(k, dtype, device, 4).args, {"value heads", "multiple"}, "W = 4 value heads with H = 3");
+}
+
 TEST_P(GpuValidation, AGridBeyondGridDimXIsRefusedWithoutLaunching) {
   if (device) GTEST_SKIP() << "checked where no launch can happen by mistake (CI)";
   LaunchArgs a = valid_launch(k, dtype, false).args;
@@ -246,6 +259,8 @@ INSTANTIATE_TEST_SUITE_P(Registry, GpuValidationAnyHeadDim,
 INSTANTIATE_TEST_SUITE_P(Registry, GpuValidationSmallestK,
                          ::testing::ValuesIn(kernel_dtypes(false, [](const Kernel& k) { return k.limits.min_K > 1; })),
                          kernel_dtype_name);
+INSTANTIATE_TEST_SUITE_P(Registry, GpuValidationGroupedValueHeads,
+                         ::testing::ValuesIn(kernel_dtypes(true, takes_grouped_value_heads)), kernel_dtype_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GpuValidationAnyHeadDim);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GpuValidationSmallestK);
 

@@ -136,16 +136,16 @@ std::int64_t first_unwritten(const unsigned char* p, std::int64_t n, std::size_t
   return -1;
 }
 
-// Random packed inputs of T tokens and N random initial states [N,H,K,V].
+// Random packed inputs of T tokens and N random initial states [N,HV,K,V].
 struct Packed {
-  std::int64_t T, N, H, K, V;
+  std::int64_t T, N, H, K, V, HV;  // HV: the value heads (v, gates, states), H unless grouped
   Dtype dtype;
   std::vector<DeviceTensor> owned;
   LaunchArgs args;
 
   Packed(const VarlenKernel& vk, Dtype dt, std::int64_t tokens, std::int64_t sequences, std::int64_t h, std::int64_t k,
-         std::int64_t v, std::uint64_t seed)
-      : T(tokens), N(sequences), H(h), K(k), V(v), dtype(dt) {
+         std::int64_t v, std::uint64_t seed, std::int64_t hv = 0)
+      : T(tokens), N(sequences), H(h), K(k), V(v), HV(hv > 0 ? hv : h), dtype(dt) {
     std::mt19937_64 rng(seed);
     owned.reserve(8);
     auto add = [&](const std::string& name, Dtype d, const Shape& shape, const std::vector<unsigned char>& bytes) {
@@ -155,10 +155,10 @@ struct Packed {
     add("q", dt, {1, T, H, K}, encode(dt, uniform(rng, T * H * K, -1, 1)));
     const float key_bound = std::sqrt(3.0f / static_cast<float>(K));  // E‖k‖² = 1: GDN's delta steps stay contractive
     add("k", dt, {1, T, H, K}, encode(dt, uniform(rng, T * H * K, -key_bound, key_bound)));
-    add("v", dt, {1, T, H, V}, encode(dt, uniform(rng, T * H * V, -1, 1)));
-    add("g", dt, {1, T, H}, encode(dt, uniform(rng, T * H, -1, 0)));
-    add(vk.step, dt, {1, T, H}, encode(dt, uniform(rng, T * H, 0.05f, 1)));
-    add("initial_state", Dtype::fp32, {N, H, K, V}, encode(Dtype::fp32, uniform(rng, N * H * K * V, -1, 1)));
+    add("v", dt, {1, T, HV, V}, encode(dt, uniform(rng, T * HV * V, -1, 1)));
+    add("g", dt, {1, T, HV}, encode(dt, uniform(rng, T * HV, -1, 0)));
+    add(vk.step, dt, {1, T, HV}, encode(dt, uniform(rng, T * HV, 0.05f, 1)));
+    add("initial_state", Dtype::fp32, {N, HV, K, V}, encode(Dtype::fp32, uniform(rng, N * HV * K * V, -1, 1)));
   }
   const DeviceTensor& input(const std::string& name) const {
     for (const DeviceTensor& t : owned)
@@ -173,8 +173,8 @@ struct Outputs {
 
 // The varlen kernel over all sequences of `packed` with these cu_seqlens.
 Outputs run_varlen(const VarlenKernel& vk, const Packed& packed, Dtype cu_dtype, const std::vector<std::int64_t>& cu) {
-  Outputs out{DeviceTensor(packed.dtype, {1, packed.T, packed.H, packed.V}),
-              DeviceTensor(Dtype::fp32, {packed.N, packed.H, packed.K, packed.V})};
+  Outputs out{DeviceTensor(packed.dtype, {1, packed.T, packed.HV, packed.V}),
+              DeviceTensor(Dtype::fp32, {packed.N, packed.HV, packed.K, packed.V})};
   const DeviceTensor offsets(cu_dtype, {static_cast<std::int64_t>(cu.size())}, offsets_bytes(cu_dtype, cu));
   LaunchArgs args = packed.args;
   args.inputs["cu_seqlens"] = offsets.view;
@@ -192,7 +192,7 @@ LaunchArgs sequence_inputs(const Packed& packed, std::int64_t n, std::int64_t bo
   for (const auto& [name, view] : packed.args.inputs) {
     const DeviceTensor& t = packed.input(name);
     if (name == "initial_state" || name == "dht") {
-      args.inputs[name] = t.rows(n, {1, packed.H, packed.K, packed.V});
+      args.inputs[name] = t.rows(n, {1, packed.HV, packed.K, packed.V});
     } else {
       Shape shape = view.shape;
       shape[1] = eos - bos;
@@ -208,8 +208,8 @@ LaunchArgs sequence_inputs(const Packed& packed, std::int64_t n, std::int64_t bo
 // The non-varlen kernel on tokens [bos, eos) of `packed` from initial state n alone.
 Outputs run_alone(const VarlenKernel& vk, const Packed& packed, std::int64_t n, std::int64_t bos, std::int64_t eos) {
   const std::int64_t L = eos - bos;
-  Outputs out{DeviceTensor(packed.dtype, {1, L, packed.H, packed.V}),
-              DeviceTensor(Dtype::fp32, {1, packed.H, packed.K, packed.V})};
+  Outputs out{DeviceTensor(packed.dtype, {1, L, packed.HV, packed.V}),
+              DeviceTensor(Dtype::fp32, {1, packed.HV, packed.K, packed.V})};
   LaunchArgs args = sequence_inputs(packed, n, bos, eos);
   args.outputs["o"] = out.o.view;
   args.outputs["final_state"] = out.final_state.view;
@@ -320,12 +320,14 @@ TEST(GpuVarlen, CorruptOffsetsGiveNaNFinalStatesAndNoError) {
 // The backward varlen kernels (the gradient twins' subjects): packed sequences of lengths {0, 1, 63, 64, 65,
 // 37} and then a padded tail of 5 tokens outside every sequence, from random initial states, do and dht:
 // every gradient of a sequence and its dh0 equal the non-varlen backward kernel's on that sequence alone,
-// bitwise, and the tail's gradients are zero.
+// bitwise, and the tail's gradients are zero. With HV = H, then with grouped value heads (HV = 3H: dq, dk
+// per query/key head sum three value heads'; everything else per value head).
 TEST(GpuVarlen, BackwardOfPackedSequencesWithAPaddedTailEqualsEachSequenceAlone) {
   SKIP_WITHOUT_DEVICE();
   struct Gradient {
     std::string name;
-    std::int64_t width;  // elements a token and head
+    std::int64_t heads, width;  // per token: heads × width elements ([1, T, heads] where width is 1)
+    std::int64_t per_token() const { return heads * width; }
   };
   const std::vector<std::int64_t> lengths = {0, 1, 63, 64, 65, 37};
   std::vector<std::int64_t> cu = {0};
@@ -338,48 +340,53 @@ TEST(GpuVarlen, BackwardOfPackedSequencesWithAPaddedTailEqualsEachSequenceAlone)
                                   {"gdn-chunked-backward-io-varlen", "gdn-chunked-backward-io", "gdn-backward", "beta"},
                                   {"kla-chunked-backward-io-varlen", "kla-chunked-backward-io", "kla-backward", "eta"}};
   std::uint64_t seed = 200;
-  for (const VarlenKernel& vk : kernels) {
-    SCOPED_TRACE(vk.varlen);
-    Packed packed(vk, Dtype::fp32, T, N, H, K, V, seed++);
-    std::mt19937_64 rng(seed++);
-    packed.owned.emplace_back(Dtype::fp32, Shape{1, T, H, V}, encode(Dtype::fp32, uniform(rng, T * H * V, -1, 1)));
-    packed.args.inputs["do"] = packed.owned.back().view;
-    packed.owned.emplace_back(Dtype::fp32, Shape{N, H, K, V}, encode(Dtype::fp32, uniform(rng, N * H * K * V, -1, 1)));
-    packed.args.inputs["dht"] = packed.owned.back().view;
-    const std::vector<Gradient> gradients = {{"dq", H * K}, {"dk", H * K}, {"dv", H * V}, {"dg", H}, {std::string("d") + vk.step, H}};
-    auto launch = [&](const char* name, LaunchArgs args, std::int64_t tokens, std::int64_t sequences) {
-      std::map<std::string, DeviceTensor> out;
-      for (const Gradient& g : gradients) {
-        const Shape shape = g.width == H ? Shape{1, tokens, H} : Shape{1, tokens, H, g.width / H};
-        args.outputs[g.name] = out.emplace(g.name, DeviceTensor(Dtype::fp32, shape)).first->second.view;
+  for (const std::int64_t HV : {H, 3 * H})
+    for (const VarlenKernel& vk : kernels) {
+      SCOPED_TRACE(std::string(vk.varlen) + ", HV = " + std::to_string(HV));
+      Packed packed(vk, Dtype::fp32, T, N, H, K, V, seed++, HV);
+      std::mt19937_64 rng(seed++);
+      packed.owned.emplace_back(Dtype::fp32, Shape{1, T, HV, V}, encode(Dtype::fp32, uniform(rng, T * HV * V, -1, 1)));
+      packed.args.inputs["do"] = packed.owned.back().view;
+      packed.owned.emplace_back(Dtype::fp32, Shape{N, HV, K, V}, encode(Dtype::fp32, uniform(rng, N * HV * K * V, -1, 1)));
+      packed.args.inputs["dht"] = packed.owned.back().view;
+      const std::vector<Gradient> gradients = {
+          {"dq", H, K}, {"dk", H, K}, {"dv", HV, V}, {"dg", HV, 1}, {std::string("d") + vk.step, HV, 1}};
+      auto launch = [&](const char* name, LaunchArgs args, std::int64_t tokens, std::int64_t sequences) {
+        std::map<std::string, DeviceTensor> out;
+        for (const Gradient& g : gradients) {
+          const Shape shape = g.width == 1 ? Shape{1, tokens, g.heads} : Shape{1, tokens, g.heads, g.width};
+          args.outputs[g.name] = out.emplace(g.name, DeviceTensor(Dtype::fp32, shape)).first->second.view;
+        }
+        args.outputs["dh0"] = out.emplace("dh0", DeviceTensor(Dtype::fp32, {sequences, HV, K, V})).first->second.view;
+        require(kernel(name, vk.mechanism).launch(args));
+        require(larc::gpu::synchronize());
+        std::map<std::string, std::vector<unsigned char>> bytes;
+        for (const auto& [g, t] : out) bytes[g] = t.bytes();
+        return bytes;
+      };
+      const DeviceTensor offsets(Dtype::i64, {N + 1}, offsets_bytes(Dtype::i64, cu));
+      LaunchArgs packed_args = packed.args;
+      packed_args.inputs["cu_seqlens"] = offsets.view;
+      const auto together = launch(vk.varlen, packed_args, T, N);
+      const std::size_t state_bytes = static_cast<std::size_t>(HV * K * V) * 4;
+      for (std::int64_t n = 0; n < N; ++n) {
+        const auto alone = launch(vk.single, sequence_inputs(packed, n, cu[n], cu[n + 1]), lengths[n], 1);
+        for (const Gradient& g : gradients)
+          EXPECT_EQ(std::memcmp(together.at(g.name).data() + cu[n] * g.per_token() * 4, alone.at(g.name).data(),
+                                lengths[n] * g.per_token() * 4),
+                    0)
+              << g.name << " of sequence " << n << " (length " << lengths[n] << ")";
+        EXPECT_EQ(std::memcmp(together.at("dh0").data() + n * state_bytes, alone.at("dh0").data(), state_bytes), 0)
+            << "dh0 of sequence " << n << " (length " << lengths[n] << ")";
       }
-      args.outputs["dh0"] = out.emplace("dh0", DeviceTensor(Dtype::fp32, {sequences, H, K, V})).first->second.view;
-      require(kernel(name, vk.mechanism).launch(args));
-      require(larc::gpu::synchronize());
-      std::map<std::string, std::vector<unsigned char>> bytes;
-      for (const auto& [g, t] : out) bytes[g] = t.bytes();
-      return bytes;
-    };
-    const DeviceTensor offsets(Dtype::i64, {N + 1}, offsets_bytes(Dtype::i64, cu));
-    LaunchArgs packed_args = packed.args;
-    packed_args.inputs["cu_seqlens"] = offsets.view;
-    const auto together = launch(vk.varlen, packed_args, T, N);
-    const std::size_t state_bytes = static_cast<std::size_t>(H * K * V) * 4;
-    for (std::int64_t n = 0; n < N; ++n) {
-      const auto alone = launch(vk.single, sequence_inputs(packed, n, cu[n], cu[n + 1]), lengths[n], 1);
-      for (const Gradient& g : gradients)
-        EXPECT_EQ(std::memcmp(together.at(g.name).data() + cu[n] * g.width * 4, alone.at(g.name).data(), lengths[n] * g.width * 4), 0)
-            << g.name << " of sequence " << n << " (length " << lengths[n] << ")";
-      EXPECT_EQ(std::memcmp(together.at("dh0").data() + n * state_bytes, alone.at("dh0").data(), state_bytes), 0)
-          << "dh0 of sequence " << n << " (length " << lengths[n] << ")";
+      for (const Gradient& g : gradients) {
+        const std::vector<unsigned char> zeros(static_cast<std::size_t>(tail * g.per_token() * 4), 0);
+        EXPECT_EQ(std::memcmp(together.at(g.name).data() + cu[N] * g.per_token() * 4, zeros.data(), zeros.size()), 0)
+            << g.name << " past the last offset is not zero";
+        EXPECT_TRUE(all_bytes_ff(together.at(g.name).data() + T * g.per_token() * 4, kGuardBytes))
+            << g.name << "'s guard was written";
+      }
     }
-    for (const Gradient& g : gradients) {
-      const std::vector<unsigned char> zeros(static_cast<std::size_t>(tail * g.width * 4), 0);
-      EXPECT_EQ(std::memcmp(together.at(g.name).data() + cu[N] * g.width * 4, zeros.data(), zeros.size()), 0)
-          << g.name << " past the last offset is not zero";
-      EXPECT_TRUE(all_bytes_ff(together.at(g.name).data() + T * g.width * 4, kGuardBytes)) << g.name << "'s guard was written";
-    }
-  }
 }
 
 // Validation only: nothing here is launched on a device unless validation wrongly passes.
