@@ -57,7 +57,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   std::int64_t floats = states + final_floats;
   for (const std::int64_t part : parts) floats += part;
 
-  const auto prepare = backward_prepare<T, KP>;
+  const auto prepare = backward_prepare<T, KP, STEP>;
   const auto pass = reverse_state_pass<T, KP>;
   const auto reductions = value_reductions<T, TERMS, KP>;
   const auto gradients = chunk_gradients<T, TERMS, KP, STEP>;

@@ -20,13 +20,13 @@
 // end is nearer (decay_gradients), with o formed again from S_c, P and V_new.
 //
 // Six kernels after the forward's chunk_prepare and state pass (which leave every record, S_c and the
-// final state in the workspace): backward_prepare (per chunk, in parallel) lays out K̃, W_kᵀ, Pᵀ and
-// (Diag(γ) Q)ᵀ as operands; reverse_state_pass (per sequence, head and 16 value columns, chunks from the
-// last: the only sequential part) carries D, writes D_{c+1} and dV_new of every chunk and dh0;
-// value_reductions (per chunk and 64 keys) sums the products over the value columns (dO' S_cᵀ, V_new Dᵀ,
-// G, dO' V_newᵀ, Y); chunk_gradients (per chunk) solves T again and forms dq, dk and dβ (dη);
-// value_gradients (per chunk and 64 value columns) forms dv and the decay identity's terms; and
-// decay_gradients (per chunk) sums them into dg. No atomics: every run gives the same bits.
+// final state in the workspace): backward_prepare (per chunk, in parallel) lays out K̃, Pᵀ, (Diag(γ) Q)ᵀ
+// and W_kᵀ, solved for again by forward substitution, as operands; reverse_state_pass (per sequence, head
+// and 16 value columns, chunks from the last: the only sequential part) carries D, writes D_{c+1} and
+// dV_new of every chunk and dh0; value_reductions (per chunk and 64 keys) sums the products over the value
+// columns (dO' S_cᵀ, V_new Dᵀ, G, dO' V_newᵀ, Y); chunk_gradients (per chunk) solves T again and forms
+// dq, dk and dβ (dη); value_gradients (per chunk and 64 value columns) forms dv and the decay identity's
+// terms; and decay_gradients (per chunk) sums them into dg. No atomics: every run gives the same bits.
 //
 // Grouped value heads (FLA's GVA, as the forward's): every kernel runs per value head h, reading q and k
 // of query/key head h / group; dv, dg, dβ (dη) and dh0 are per value head. dq and dk sum the group's
@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "delta_rule_chunked.cuh"
 
@@ -201,26 +202,74 @@ __device__ __forceinline__ void sum_over_key_tiles(float (&acc)[2][2][4], const 
 }
 
 // ---- backward_prepare --------------------------------------------------------------------------------
-// Shared memory (words): the ChunkDecays, g [64], Γ and P fp32 [64][kPitch], Q and K [64 rows][KP]
-// (input terms).
+// W_k's column d (its 64 tokens) by forward substitution: (I + A) x = b for the strictly lower A [64][pitch]
+// (fp32, 16-byte aligned rows), rhs(i) = b_i, rows in order. Row i's Σ_{j<i} A_ij x_j is summed in four
+// partial sums (j mod 4, each j ascending) combined pairwise, as fwd::unit_lower_inverse_column sums (a
+// dependent chain of one FMA in four per row), in ACC: fp32 for bf16/fp16 inputs (the forward's solve, the
+// order the emulation checked), fp64 for fp32 inputs (whose products are FMA in fp64, rounded once). Each
+// x_i is rounded to fp32 (W_k's operand is fp32) before the later rows take it, so every row's residual
+// b_i − x_i − Σ A_ij x_j is that row's own rounding; x holds it in ACC (exactly), converted once. One
+// thread a column.
+template <class ACC, class B>
+__device__ __forceinline__ void unit_lower_solve_column(const float* a, int pitch, B rhs, ACC (&x)[kChunk]) {
+  const auto fma_acc = [](float m, ACC y, ACC s) {
+    if constexpr (std::is_same_v<ACC, float>)
+      return fmaf(m, y, s);
+    else
+      return fma(static_cast<double>(m), y, s);
+  };
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    ACC s[4] = {rhs(i), ACC(0), ACC(0), ACC(0)};
+#pragma unroll
+    for (int j = 0; j < i; j += 4) {  // A's row i four entries a load
+      const float4 r = *reinterpret_cast<const float4*>(a + i * pitch + j);
+      s[0] = fma_acc(-r.x, x[j], s[0]);
+      if (j + 1 < i) s[1] = fma_acc(-r.y, x[j + 1], s[1]);
+      if (j + 2 < i) s[2] = fma_acc(-r.z, x[j + 2], s[2]);
+      if (j + 3 < i) s[3] = fma_acc(-r.w, x[j + 3], s[3]);
+    }
+    x[i] = static_cast<ACC>(static_cast<float>((s[0] + s[1]) + (s[2] + s[3])));
+  }
+}
+
+// Shared memory (words): the ChunkDecays, g, β and γ [64], Γ fp32 [64][kPitch], P then A fp32 [64][kPitch],
+// Q and K [64 rows][KP] (input terms), then in their place W_k's columns fp32 [KP][kChunk + 1].
 template <class T, int KP>
 struct PrepareLayout {
   static constexpr int kIn = operand_words<T, kInputTerms<T>>(kChunk, KP);
-  static constexpr int kWords = ChunkDecays::kWords + kChunk + 2 * kChunk * kPitch + 2 * kIn;
+  static constexpr int kWPitch = kChunk + 1;  // W_k's column d at row d: thread d's stores fall in distinct banks
+  static_assert(KP * kWPitch <= 2 * kIn, "W_k's columns fit in Q's and K's place");
+  static_assert(KP <= kThreads, "one thread a key column");
+  static constexpr int kWords = ChunkDecays::kWords + 3 * kChunk + 2 * kChunk * kPitch + 2 * kIn;
 };
 
-template <class T, int KP>
+// W_k (the forward's W = T Diag(β) Diag(γ) K) is solved for here, (I + A) W_k = Diag(β γ) K, rather than
+// copied from the forward's record, which forms T = (I + A)⁻¹ column by column and W as the product
+// (T Diag(β) Diag(γ)) K: T's rounding errors (~1e-6 on entries up to ~2) then reach each row of W_k
+// independently. The reverse pass carries ∂L/∂S across the chunk by γ_{n−1} I − W_kᵀ K̃; where that
+// transfer contracts strongly (β k_iᵀk_i near 1, dht alone) its true value, 1e-30 and below, is a
+// difference of O(1) terms, and only a W_k whose rows satisfy the solve's equations up to their own
+// roundings keeps the residual γ − Σ W_k K̃ local — the float reference's forward substitution
+// (docs/gradients.md "The chunked backward"); the product leaves ~1e-6 of ∂L/∂S a chunk there
+// (reports/h200/backward_chunked/README.md). A and β are formed exactly as chunk_prepare forms them
+// (the same products, Γ and operations), γ is the record's, so W_k solves the forward's own system.
+template <class T, int KP, Step STEP>
 __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) {
   using L = PrepareLayout<T, KP>;
   using R = Record<T, KP>;
+  using Acc = std::conditional_t<kMma<T>, float, double>;
   extern __shared__ float4 smem_vec[];
   float* const words = reinterpret_cast<float*>(smem_vec);
   const ChunkDecays decays(words);
   float* const gate_s = words + ChunkDecays::kWords;
-  float* const ratio_s = gate_s + kChunk;
-  float* const p_s = ratio_s + kChunk * kPitch;
+  float* const beta_s = gate_s + kChunk;   // β (0 past n)
+  float* const gamma_s = beta_s + kChunk;  // γ (0 past n)
+  float* const ratio_s = gamma_s + kChunk;
+  float* const p_s = ratio_s + kChunk * kPitch;  // P, then A
   const auto q_op = operand_at<T, kInputTerms<T>, KP>(p_s + kChunk * kPitch, kChunk);
   const auto k_op = operand_at<T, kInputTerms<T>, KP>(p_s + kChunk * kPitch + L::kIn, kChunk);
+  float* const w_s = p_s + kChunk * kPitch;  // W_k's columns [KP][kWPitch], in Q's and K's place
 
   ChunkBlock cb;
   if (!chunk_block(p, 1, cb)) return;
@@ -228,15 +277,28 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   const std::int64_t slot = cb.slot, b = cb.b, t0 = cb.t0;
   const int K = p.f.K, V = p.f.V;
   const TokenRows<const T> q = rows_of(p.f.q, b, h / p.f.group), k = rows_of(p.f.k, b, h / p.f.group);
-  const TokenRows<const T> gate = rows_of(p.f.gate, b, h);
+  const TokenRows<const T> gate = rows_of(p.f.gate, b, h), step = rows_of(p.f.step, b, h);
   float* const record = fwd::record_of<T, KP>(p.f, h, slot);
-  const float* const gamma = R::gamma(record, V);
 
   fill(q_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(q(t0 + i, d)) : 0.f; });
   fill(k_op, kChunk, [&](int i, int d) { return i < n && d < K ? to_float(k(t0 + i, d)) : 0.f; });
   if (const int i = threadIdx.x; i < kChunk) gate_s[i] = i < n ? to_float(gate(t0 + i)) : 0.f;
   __syncthreads();
-  if (threadIdx.x == 0) decays.form([&](int i) { return gate_s[i]; }, n);
+  // β per token (threads 0..63) as chunk_prepare computes it (KLA: the same ‖k‖² tree and division, so
+  // bitwise the forward's), γ from the record; the log-decays' prefix sums (thread 64).
+  if (threadIdx.x < kChunk) {
+    const int i = threadIdx.x;
+    float beta = 0.f;
+    if (i < n) {
+      beta = to_float(step(t0 + i));
+      if constexpr (STEP == Step::kaczmarz)
+        beta = beta / (fwd::key_norm_squared<KP>([&](int d) { return element(k_op, i, d); }) + p.f.eps);
+    }
+    beta_s[i] = beta;
+    gamma_s[i] = R::gamma(record, V)[i];
+  } else if (threadIdx.x == kChunk) {
+    decays.form([&](int i) { return gate_s[i]; }, n);
+  }
   __syncthreads();
   decays.fill_ratios(ratio_s, kPitch, n);
   __syncthreads();
@@ -250,12 +312,39 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
 
   const Operands<T, KP> out = operands_of<T, KP>(p, h, slot);
   const auto kt_in = operand_at<T, kStateTerms, kChunk>(R::kt(record), KP);  // K̃ᵀ [KP rows][64]
-  const auto w_in = operand_at<T, kStateTerms, KP>(R::w(record), kChunk);    // W_k [64 rows][KP]
   fill(out.key_rows(), kChunk, [&](int i, int d) { return element(kt_in, d, i); });
-  fill(out.w_t(), KP, [&](int d, int i) { return element(w_in, i, d); });
   fill(out.p_t(), kChunk, [&](int j, int i) { return p_s[i * kPitch + j]; });
   fill(out.p(), kChunk, [&](int i, int j) { return p_s[i * kPitch + j]; });
-  fill(out.q_t(), KP, [&](int d, int i) { return gamma[i] * element(q_op, i, d); });
+  fill(out.q_t(), KP, [&](int d, int i) { return gamma_s[i] * element(q_op, i, d); });
+  __syncthreads();
+
+  // A = StrictLower(Diag(β) K Kᵀ ⊙ Γ) in P's place: chunk_prepare's product and expression.
+  for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
+    float acc[2][4];
+    zero(acc);
+    warp_product<T, KP>(acc, k_op, k_op, m0, n0);
+    for_each_element(acc, m0, n0, [&](int i, int j, float x) {
+      p_s[i * kPitch + j] = j < i ? beta_s[i] * x * ratio_s[i * kPitch + j] : 0.f;
+    });
+  });
+  __syncthreads();
+  // W_k column d by substitution (thread d < K; zero past K), then through w_s to W_kᵀ's operand.
+  Acc x[kChunk];
+  if (const int d = threadIdx.x; d < K) {
+    unit_lower_solve_column<Acc>(p_s, kPitch, [&](int i) {
+      return static_cast<Acc>(beta_s[i]) * static_cast<Acc>(gamma_s[i]) * static_cast<Acc>(element(k_op, i, d));
+    }, x);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) x[i] = 0;
+  }
+  __syncthreads();  // every column read K: w_s takes its place
+  if (const int d = threadIdx.x; d < KP) {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) w_s[d * L::kWPitch + i] = static_cast<float>(x[i]);
+  }
+  __syncthreads();
+  fill(out.w_t(), KP, [&](int d, int i) { return w_s[d * L::kWPitch + i]; });
 }
 
 // ---- reverse_state_pass ------------------------------------------------------------------------------
