@@ -98,3 +98,21 @@ TEST(DoubleDoubleAgreesWithMpfr, MatrixProduct64x64) {
 }
 
 }  // namespace
+
+// Under every dd multiplication is qd's two_prod, a·b = p + e with e exact: by Dekker's split in a build
+// without FMA, by one fused multiply-subtract with LARC_FMA (reference/scalar.h). The oracle's bits are
+// the same in both builds only because both give the exact e; std::fma (exactly rounded in either build)
+// is that e. Random signs and exponents, and operands one bit past a split's halves.
+TEST(DoubleDoubleProduct, ErrorTermIsExactSoBuildsWithAndWithoutFmaAgreeBitwise) {
+  std::mt19937_64 rng(20261204);
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-200, 200);  // products and their error terms stay normal
+  for (int i = 0; i < 200000; ++i) {
+    const double a = std::ldexp(rng() % 2 ? mantissa(rng) : -mantissa(rng), exponent(rng));
+    const double b = std::ldexp(i % 7 == 0 ? 1.0 + std::ldexp(1.0, -26) : mantissa(rng), exponent(rng));
+    double e = 0;
+    const double p = qd::two_prod(a, b, e);
+    ASSERT_EQ(p, a * b) << a << " * " << b;
+    ASSERT_EQ(e, std::fma(a, b, -p)) << a << " * " << b;
+  }
+}
