@@ -255,24 +255,38 @@ __device__ __forceinline__ bool chunk_of_slot(const Params<T>& p, std::int64_t s
   return true;
 }
 
-// Column `col` of T = (I + A)^{-1} for the strictly lower A [64][pitch] (fp32, 16-byte aligned rows) by
-// forward substitution: (I + A) x = e_col, rows in order. Row i's Σ_{j<i} A_ij x_j is summed in four
-// partial sums (j mod 4, each j ascending) combined pairwise, so the dependent chain is one FMA and two
-// adds per row instead of i FMAs (the reference's unit_lower_solve sums j in order). One thread a column.
-__device__ __forceinline__ void unit_lower_inverse_column(const float* a, int pitch, int col, float (&x)[kChunk]) {
+// (I + A) x = b for the strictly lower A [64][pitch] (fp32, 16-byte aligned rows) by forward
+// substitution, rhs(i) = b_i, rows in order. Row i's Σ_{j<i} A_ij x_j is summed in four partial sums
+// (j mod 4, each j ascending) combined pairwise, so the dependent chain is one FMA and two adds per row
+// instead of i FMAs (the reference's unit_lower_solve sums j in order), in ACC: fp32, or fp64 where the
+// products it feeds are FMA in fp64. Each x_i is rounded to fp32 (the operands it becomes are fp32)
+// before the later rows take it, so every row's residual b_i − x_i − Σ A_ij x_j is that row's own
+// rounding. One thread a right-hand side: a column of T = (I + A)⁻¹ with b = e_col.
+template <class ACC, class B>
+__device__ __forceinline__ void unit_lower_solve_column(const float* a, int pitch, B rhs, ACC (&x)[kChunk]) {
+  const auto fma_acc = [](float m, ACC y, ACC s) {
+    if constexpr (std::is_same_v<ACC, float>)
+      return fmaf(m, y, s);
+    else
+      return fma(static_cast<double>(m), y, s);
+  };
 #pragma unroll
   for (int i = 0; i < kChunk; ++i) {
-    float s[4] = {i == col ? 1.f : 0.f, 0.f, 0.f, 0.f};
+    ACC s[4] = {rhs(i), ACC(0), ACC(0), ACC(0)};
 #pragma unroll
     for (int j = 0; j < i; j += 4) {  // A's row i four entries a load
       const float4 r = *reinterpret_cast<const float4*>(a + i * pitch + j);
-      s[0] = fmaf(-r.x, x[j], s[0]);
-      if (j + 1 < i) s[1] = fmaf(-r.y, x[j + 1], s[1]);
-      if (j + 2 < i) s[2] = fmaf(-r.z, x[j + 2], s[2]);
-      if (j + 3 < i) s[3] = fmaf(-r.w, x[j + 3], s[3]);
+      s[0] = fma_acc(-r.x, x[j], s[0]);
+      if (j + 1 < i) s[1] = fma_acc(-r.y, x[j + 1], s[1]);
+      if (j + 2 < i) s[2] = fma_acc(-r.z, x[j + 2], s[2]);
+      if (j + 3 < i) s[3] = fma_acc(-r.w, x[j + 3], s[3]);
     }
-    x[i] = (s[0] + s[1]) + (s[2] + s[3]);
+    x[i] = static_cast<ACC>(static_cast<float>((s[0] + s[1]) + (s[2] + s[3])));
   }
+}
+// Column `col` of T = (I + A)⁻¹.
+__device__ __forceinline__ void unit_lower_inverse_column(const float* a, int pitch, int col, float (&x)[kChunk]) {
+  unit_lower_solve_column<float>(a, pitch, [col](int i) { return i == col ? 1.f : 0.f; }, x);
 }
 
 // ---- chunk_prepare ---------------------------------------------------------------------------------

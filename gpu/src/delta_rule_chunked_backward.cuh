@@ -202,37 +202,6 @@ __device__ __forceinline__ void sum_over_key_tiles(float (&acc)[2][2][4], const 
 }
 
 // ---- backward_prepare --------------------------------------------------------------------------------
-// W_k's column d (its 64 tokens) by forward substitution: (I + A) x = b for the strictly lower A [64][pitch]
-// (fp32, 16-byte aligned rows), rhs(i) = b_i, rows in order. Row i's Σ_{j<i} A_ij x_j is summed in four
-// partial sums (j mod 4, each j ascending) combined pairwise, as fwd::unit_lower_inverse_column sums (a
-// dependent chain of one FMA in four per row), in ACC: fp32 for bf16/fp16 inputs (the forward's solve, the
-// order the emulation checked), fp64 for fp32 inputs (whose products are FMA in fp64, rounded once). Each
-// x_i is rounded to fp32 (W_k's operand is fp32) before the later rows take it, so every row's residual
-// b_i − x_i − Σ A_ij x_j is that row's own rounding; x holds it in ACC (exactly), converted once. One
-// thread a column.
-template <class ACC, class B>
-__device__ __forceinline__ void unit_lower_solve_column(const float* a, int pitch, B rhs, ACC (&x)[kChunk]) {
-  const auto fma_acc = [](float m, ACC y, ACC s) {
-    if constexpr (std::is_same_v<ACC, float>)
-      return fmaf(m, y, s);
-    else
-      return fma(static_cast<double>(m), y, s);
-  };
-#pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    ACC s[4] = {rhs(i), ACC(0), ACC(0), ACC(0)};
-#pragma unroll
-    for (int j = 0; j < i; j += 4) {  // A's row i four entries a load
-      const float4 r = *reinterpret_cast<const float4*>(a + i * pitch + j);
-      s[0] = fma_acc(-r.x, x[j], s[0]);
-      if (j + 1 < i) s[1] = fma_acc(-r.y, x[j + 1], s[1]);
-      if (j + 2 < i) s[2] = fma_acc(-r.z, x[j + 2], s[2]);
-      if (j + 3 < i) s[3] = fma_acc(-r.w, x[j + 3], s[3]);
-    }
-    x[i] = static_cast<ACC>(static_cast<float>((s[0] + s[1]) + (s[2] + s[3])));
-  }
-}
-
 // Shared memory (words): the ChunkDecays, g, β and γ [64], Γ fp32 [64][kPitch], P then A fp32 [64][kPitch],
 // Q and K [64 rows][KP] (input terms), then in their place W_k's columns fp32 [KP][kChunk + 1].
 template <class T, int KP>
@@ -331,7 +300,7 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   // W_k column d by substitution (thread d < K; zero past K), then through w_s to W_kᵀ's operand.
   Acc x[kChunk];
   if (const int d = threadIdx.x; d < K) {
-    unit_lower_solve_column<Acc>(p_s, kPitch, [&](int i) {
+    fwd::unit_lower_solve_column<Acc>(p_s, kPitch, [&](int i) {
       return static_cast<Acc>(beta_s[i]) * static_cast<Acc>(gamma_s[i]) * static_cast<Acc>(element(k_op, i, d));
     }, x);
   } else {
