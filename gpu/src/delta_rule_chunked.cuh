@@ -255,6 +255,18 @@ __device__ __forceinline__ bool chunk_of_slot(const Params<T>& p, std::int64_t s
   return true;
 }
 
+// β of the chunk's token i (0 past its n tokens): the input's, or KLA's η / (‖k‖² + ε) with ‖k‖² from
+// row i of the key operand k_op (key_norm_squared's tree: the fused kernel's bits).
+template <class T, int KP, Step STEP, class KOp>
+__device__ __forceinline__ float token_step(const TokenRows<const T>& step, const KOp& k_op, std::int64_t t0, int i,
+                                            int n, float eps) {
+  if (i >= n) return 0.f;
+  const float beta = to_float(step(t0 + i));
+  if constexpr (STEP == Step::kaczmarz)
+    return beta / (key_norm_squared<KP>([&](int d) { return element(k_op, i, d); }) + eps);
+  return beta;
+}
+
 // (I + A) x = b for the strictly lower A [64][pitch] (fp32, 16-byte aligned rows) by forward
 // substitution, rhs(i) = b_i, rows in order. Row i's Σ_{j<i} A_ij x_j is summed in four partial sums
 // (j mod 4, each j ascending) combined pairwise, so the dependent chain is one FMA and two adds per row
@@ -359,14 +371,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
 
   // β per token (threads 0..63); the log-decays' prefix sums in fp64 (thread 64).
   if (threadIdx.x < kChunk) {
-    const int i = threadIdx.x;
-    float beta = 0.f;
-    if (i < n) {
-      beta = to_float(step(t0 + i));
-      if constexpr (STEP == Step::kaczmarz)
-        beta = beta / (key_norm_squared<KP>([&](int d) { return element(k_op, i, d); }) + p.eps);
-    }
-    beta_s[i] = beta;
+    beta_s[threadIdx.x] = token_step<T, KP, STEP>(step, k_op, t0, threadIdx.x, n, p.eps);
   } else if (threadIdx.x == kChunk) {
     decays.form([&](int i) { return gate_s[i]; }, n);
   }

@@ -256,15 +256,8 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   // β per token (threads 0..63) as chunk_prepare computes it (KLA: the same ‖k‖² tree and division, so
   // bitwise the forward's), γ from the record; the log-decays' prefix sums (thread 64).
   if (threadIdx.x < kChunk) {
-    const int i = threadIdx.x;
-    float beta = 0.f;
-    if (i < n) {
-      beta = to_float(step(t0 + i));
-      if constexpr (STEP == Step::kaczmarz)
-        beta = beta / (fwd::key_norm_squared<KP>([&](int d) { return element(k_op, i, d); }) + p.f.eps);
-    }
-    beta_s[i] = beta;
-    gamma_s[i] = R::gamma(record, V)[i];
+    beta_s[threadIdx.x] = fwd::token_step<T, KP, STEP>(step, k_op, t0, threadIdx.x, n, p.f.eps);
+    gamma_s[threadIdx.x] = R::gamma(record, V)[threadIdx.x];
   } else if (threadIdx.x == kChunk) {
     decays.form([&](int i) { return gate_s[i]; }, n);
   }
