@@ -37,7 +37,10 @@
 // operand, on the state's path and chunk_output's, rounded once to the input dtype's terms — bf16 one term,
 // one MMA per product as FLA's h, w, v_new; fp16 two bf16 terms (16 bits, fp16 has 11) — so the fp32
 // final state carries S's rounding per chunk. U, summed into V_new and no product's operand, stays fp32;
-// fp32 inputs keep the arithmetic above.
+// fp32 inputs keep the arithmetic above. The io grade's U and W take the operands of the io baseline and
+// of FLA's recompute_w_u_fwd: U = rb(T) rb(Diag(β) V), W = rb(T) rb(Diag(β γ) K), T rounded alone and
+// the B operands formed in fp32 from the inputs and rounded once (chunk_prepare; docs/gpu-kernels/
+// delta-rule.md "The io grade").
 #pragma once
 
 #include <cstdint>
@@ -98,6 +101,8 @@ struct Params {
 // K̃, S_c and V_new in the state pass) and on chunk_output's (S_c, P, V_new). The fp32 grade's kStateTerms and
 // kOutputTerms by default; the io kernels (gdn/kla-chunked-io) take the input's terms for both, every
 // intermediate rounded once to the input dtype (delta_rule_chunked.cu).
+template <class T, int ST>
+constexpr bool kIoGrade = kMma<T> && ST == kInputTerms<T>;  // the io kernels' instantiations
 
 // One chunk's record in the workspace (4-byte words; every part a multiple of 16 bytes), operands in
 // the layout of Operand so that they are copied to shared memory as they are:
@@ -303,9 +308,10 @@ __device__ __forceinline__ void unit_lower_inverse_column(const float* a, int pi
 
 // ---- chunk_prepare ---------------------------------------------------------------------------------
 // Shared memory (words): the ChunkDecays; β, γ, g, Γ_{n−1,·} [64]; K [64 rows][KP]
-// and Kᵀ [KP rows][64] (input terms); A, then T Diag(β), fp32 [64][68]; and a region holding Q [64][KP]
-// (input terms) and Γ fp32 [64][68] while A and P are formed, then T Diag(β) (Diag(γ)) [64][64]
-// (ST) and a Vᵀ tile [kPrepTileV rows][64] (input terms).
+// and Kᵀ [KP rows][64] (input terms; the io grade: (Diag(β γ) K)ᵀ); A, then T Diag(β) (the io grade: T),
+// fp32 [64][68]; and a region holding Q [64][KP] (input terms) and Γ fp32 [64][68] while A and P are
+// formed, then T Diag(β) (Diag(γ)) [64][64] (the io grade: T) (ST) and a Vᵀ tile [kPrepTileV rows][64]
+// (input terms; the io grade: (Diag(β) V)ᵀ).
 template <class T, int KP, int ST = kStateTerms>
 struct PrepareLayout {
   static constexpr int kIn = kInputTerms<T>;
@@ -336,6 +342,15 @@ template <class T, int KP, Step STEP, int ST = kStateTerms, int OT = kOutputTerm
 __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(const Params<T> p) {
   using L = PrepareLayout<T, KP, ST>;
   constexpr int in = L::kIn, cp = kChunk + 4;
+  // The io grade forms U = rb(T) rb(Diag(β) V) and W = rb(T) rb(Diag(β γ) K) (rb: rounded once to the
+  // input's terms): T rounded alone as both A operands, and B operands formed in fp32 from the inputs and
+  // rounded once — the operands of the io baseline (T_u and B V; T_w and B K: docs/gate.md "Operands the io
+  // baseline rounds") and of FLA's recompute_w_u_fwd (A, v·β and k·β·e^g in the input dtype). The
+  // baseline's T_w = (I + StrictLower(Diag(β) K Kᵀ))⁻¹ applies γ after W S_c; the one solve here takes Γ
+  // into T, so γ joins β in W's B operand, as in FLA. The fp32 grade's operands, T Diag(β) (Diag(γ)) with
+  // K and V exact, round once fewer, yet at ST = 1 make the final state's error a heavy-tailed draw against
+  // the baseline's (docs/gpu-kernels/delta-rule.md "The io grade").
+  constexpr bool io = kIoGrade<T, ST>;
   extern __shared__ float4 smem_vec[];
   const ChunkDecays decays(reinterpret_cast<float*>(smem_vec));
   float* const beta_s = reinterpret_cast<float*>(smem_vec) + ChunkDecays::kWords;  // β (0 past n)
@@ -381,14 +396,20 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   if (threadIdx.x < kChunk) {
     const int i = threadIdx.x;
     const float gamma = decays.from_start(i, n);
-    gamma_s[i] = gamma;
+    gamma_s[i] = io ? beta_s[i] * gamma : gamma;  // the io grade: β γ, the row scale of W's B operand (its only use)
     R::gamma(record, V)[i] = gamma;
     to_end_s[i] = decays.ratio(n - 1, i, n);
   }
   __syncthreads();
 
-  // Kᵀ (W's B operand) here, K̃ᵀ = (Diag(Γ_{n−1,·}) K)ᵀ (the state update's A operand) to the record.
-  fill(kt_op, KP, [&](int d, int j) { return element(k_op, j, d); });
+  // Kᵀ (the io grade: (Diag(β γ) K)ᵀ; W's B operand) here, K̃ᵀ = (Diag(Γ_{n−1,·}) K)ᵀ (the state update's
+  // A operand) to the record.
+  fill(kt_op, KP, [&](int d, int j) {
+    if constexpr (io)
+      return gamma_s[j] * element(k_op, j, d);
+    else
+      return element(k_op, j, d);
+  });
   fill(operand_at<T, ST, kChunk>(R::kt(record), KP), KP,
        [&](int d, int j) { return to_end_s[j] * element(k_op, j, d); });
 
@@ -411,21 +432,37 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   }
   __syncthreads();
 
-  // T = (I + A)^{-1} (unit_lower_inverse_column), then T Diag(β) in place of A.
+  // T = (I + A)^{-1} (unit_lower_inverse_column), then T Diag(β) (the io grade: T) in place of A.
   float x[kChunk];
   if (threadIdx.x < kChunk) unit_lower_inverse_column(t_s, cp, threadIdx.x, x);
   __syncthreads();
   if (threadIdx.x < kChunk) {
     const int col = threadIdx.x;
-    const float beta = beta_s[col];
+    if constexpr (io) {
 #pragma unroll
-    for (int i = 0; i < kChunk; ++i) t_s[i * cp + col] = x[i] * beta;
+      for (int i = 0; i < kChunk; ++i) t_s[i * cp + col] = x[i];
+    } else {
+      const float beta = beta_s[col];
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) t_s[i * cp + col] = x[i] * beta;
+    }
   }
   __syncthreads();
-  if (p.solve != nullptr) fill(solve_operand(p, h, slot), kChunk, [&](int s, int r) { return t_s[r * cp + s]; });
+  if (p.solve != nullptr)
+    fill(solve_operand(p, h, slot), kChunk, [&](int s, int r) {
+      if constexpr (io)
+        return t_s[r * cp + s] * beta_s[s];
+      else
+        return t_s[r * cp + s];
+    });
 
-  // W = (T Diag(β) Diag(γ)) K: all KP columns (zero past K), to the record.
-  fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j] * gamma_s[j]; });
+  // W = (T Diag(β) Diag(γ)) K (the io grade: T (Diag(β γ) K)): all KP columns (zero past K), to the record.
+  fill(t_op, kChunk, [&](int i, int j) {
+    if constexpr (io)
+      return t_s[i * cp + j];
+    else
+      return t_s[i * cp + j] * gamma_s[j];
+  });
   __syncthreads();
   {
     const auto w_out = operand_at<T, ST, KP>(R::w(record), kChunk);
@@ -437,9 +474,15 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
     });
   }
   __syncthreads();
-  // U = T Diag(β) V, kPrepTileV columns at a time (Vᵀ tiles: token pairs of one column, read across columns).
-  fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j]; });
-  write_value_solve<kPrepTileV>(t_op, vt_op, n, V, R::u(record), [&](int j, int c) { return to_float(v(t0 + j, c)); });
+  // U = T Diag(β) V (the io grade: T (Diag(β) V), T's operand the one W took), kPrepTileV columns at a time
+  // (Vᵀ tiles: token pairs of one column, read across columns).
+  if constexpr (!io) fill(t_op, kChunk, [&](int i, int j) { return t_s[i * cp + j]; });
+  write_value_solve<kPrepTileV>(t_op, vt_op, n, V, R::u(record), [&](int j, int c) {
+    if constexpr (io)
+      return beta_s[j] * to_float(v(t0 + j, c));
+    else
+      return to_float(v(t0 + j, c));
+  });
 }
 
 // ---- state_pass ------------------------------------------------------------------------------------
