@@ -306,6 +306,20 @@ __device__ __forceinline__ void unit_lower_inverse_column(const float* a, int pi
   unit_lower_solve_column<float>(a, pitch, [col](int i) { return i == col ? 1.f : 0.f; }, x);
 }
 
+// Strip (m0, n0) of the UT transform's A = StrictLower(Diag(β) K Kᵀ ⊙ Γ) (ratios Γ and A both [64][pitch]),
+// from the key operand k_op: one definition for chunk_prepare and the chunked backward's backward_prepare,
+// whose W_k then solves the forward's own system.
+template <class T, int KP, class KOp>
+__device__ __forceinline__ void step_matrix_strip(const KOp& k_op, const float* beta_s, const float* ratio_s, float* a,
+                                                  int pitch, int m0, int n0) {
+  float acc[2][4];
+  zero(acc);
+  warp_product<T, KP>(acc, k_op, k_op, m0, n0);
+  for_each_element(acc, m0, n0, [&](int i, int j, float x) {
+    a[i * pitch + j] = j < i ? beta_s[i] * x * ratio_s[i * pitch + j] : 0.f;
+  });
+}
+
 // ---- chunk_prepare ---------------------------------------------------------------------------------
 // Shared memory (words): the ChunkDecays; β, γ, g, Γ_{n−1,·} [64]; K [64 rows][KP]
 // and Kᵀ [KP rows][64] (input terms; the io grade: (Diag(β γ) K)ᵀ); A, then T Diag(β) (the io grade: T),
@@ -417,12 +431,8 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   {
     const auto p_out = operand_at<T, OT, kChunk>(R::p(record, V), kChunk);
     for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
+      step_matrix_strip<T, KP>(k_op, beta_s, ratio_s, t_s, cp, m0, n0);
       float acc[2][4];
-      zero(acc);
-      warp_product<T, KP>(acc, k_op, k_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int i, int j, float x) {
-        t_s[i * cp + j] = j < i ? beta_s[i] * x * ratio_s[i * cp + j] : 0.f;
-      });
       zero(acc);
       warp_product<T, KP>(acc, q_op, k_op, m0, n0);
       for_each_pair(acc, m0, n0, [&](int i, int j, float x0, float x1) {

@@ -280,15 +280,9 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   fill(out.q_t(), KP, [&](int d, int i) { return gamma_s[i] * element(q_op, i, d); });
   __syncthreads();
 
-  // A = StrictLower(Diag(β) K Kᵀ ⊙ Γ) in P's place: chunk_prepare's product and expression.
-  for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
-    float acc[2][4];
-    zero(acc);
-    warp_product<T, KP>(acc, k_op, k_op, m0, n0);
-    for_each_element(acc, m0, n0, [&](int i, int j, float x) {
-      p_s[i * kPitch + j] = j < i ? beta_s[i] * x * ratio_s[i * kPitch + j] : 0.f;
-    });
-  });
+  // A = StrictLower(Diag(β) K Kᵀ ⊙ Γ) in P's place, as chunk_prepare forms it.
+  for_each_strip<kChunk, kChunk, 2>(
+      [&](int m0, int n0) { fwd::step_matrix_strip<T, KP>(k_op, beta_s, ratio_s, p_s, kPitch, m0, n0); });
   __syncthreads();
   // W_k column d by substitution (thread d < K; zero past K), then through w_s to W_kᵀ's operand.
   Acc x[kChunk];
