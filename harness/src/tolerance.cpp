@@ -58,10 +58,12 @@ int min_exponent_of(Dtype d) {  // frexp convention: smallest normal is 2^(min_e
 }
 }  // namespace
 
+// D's spacing at x: at x = 0 (frexp's exponent 0) and anywhere below D's smallest normal, the smallest
+// subnormal η_D.
 double ulp_of(Dtype d, double x) {
   int e = 0;
   std::frexp(std::fabs(x), &e);
-  return std::ldexp(1.0, std::max(e, min_exponent_of(d)) - digits_of(d));
+  return std::ldexp(1.0, (x == 0 ? min_exponent_of(d) : std::max(e, min_exponent_of(d))) - digits_of(d));
 }
 
 std::vector<std::int64_t> coordinate_of(const std::vector<std::int64_t>& shape, std::size_t flat) {
@@ -130,8 +132,7 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
   // The floor per element: the most that rounding the oracle itself to D can cost, u_D|o| in D's normal
   // range and half D's smallest subnormal η_D below it, where D's spacing is η_D: an output that underflows
   // D is judged to its own quantum, not to u_D|o| (docs/gate.md "The tolerance policy").
-  const double u = ref::dtype_unit_roundoff(out.dtype),
-               half_quantum = std::ldexp(1.0, min_exponent_of(out.dtype) - digits_of(out.dtype)) / 2;
+  const double u = ref::dtype_unit_roundoff(out.dtype), half_quantum = ulp_of(out.dtype, 0) / 2;
 
   // The subject: written, finite, squared errors per slice, figures over the whole tensor.
   std::vector<double> ey(n_slices, 0), eo(n_slices, 0), ef(n_slices, 0);

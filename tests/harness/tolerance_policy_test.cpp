@@ -174,4 +174,23 @@ TEST_P(TolerancePolicy, CatchesOffByOneCausalMask) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, TolerancePolicy, testing::Values(Dtype::fp32, Dtype::bf16),
                          [](const auto& info) { return std::string(larc::ref::dtype_name(info.param)); });
 
+// max_ulps counts a written quantum where the oracle is exactly 0 as one of D's smallest subnormals (fp16:
+// 2^-24), as it does anywhere else below D's normal range; frexp's exponent 0 at 0 had made it the spacing
+// near 1 (2^-11), understating it 8192 times. Reported only, never a criterion.
+TEST(ReportedFigures, UlpsWhereTheOracleIsZeroAreThoseOfTheSmallestSubnormal) {
+  larc::ref::Tensor<double> oracle({4, 2}), subject({4, 2});
+  subject.data[5] = std::ldexp(1.0, -24);  // one fp16 quantum where the oracle is 0
+  subject.data[6] = std::ldexp(3.0, -24);  // three quanta at another 0
+  h::OutputUnderTest out;
+  out.name = "o";
+  out.dtype = Dtype::fp16;
+  out.time_axis = 0;
+  out.subject = &subject;
+  out.oracle = &oracle;
+  out.baselines = {&oracle};
+  out.oracle_error.assign(4, 0.0);
+  const h::Judgement j = h::judge(out, h::ToleranceConfig{});
+  EXPECT_EQ(j.max_ulps, 3.0);
+}
+
 }  // namespace
