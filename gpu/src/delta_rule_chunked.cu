@@ -180,30 +180,21 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   });
 }
 
-template <Step STEP, Grade GRADE>
-Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
-  auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP, GRADE>(args, name, varlen); };
-  Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
-  k.limits.value_head_groups = true;
-  k.limits.chunk = kChunk;
-  k.io_grade = GRADE == Grade::io;
-  return k;
-}
-
 }  // namespace
 
 void append_delta_rule_chunked_kernels(std::vector<Kernel>& out) {
   append_with_varlen_twins(
-      out, {{kernel_entry<Step::beta, Grade::fp32>, "gdn-chunked", "gdn",
-             "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, the state pass, then the output per "
-             "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA in fp64"},
-            {kernel_entry<Step::kaczmarz, Grade::fp32>, "kla-chunked", "kla",
-             "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel"},
-            {kernel_entry<Step::beta, Grade::io>, "gdn-chunked-io", "gdn",
-             "gdn-chunked with every intermediate operand rounded once to the input dtype (one MMA per product on "
-             "bf16), declared io"},
-            {kernel_entry<Step::kaczmarz, Grade::io>, "kla-chunked-io", "kla",
-             "kla-chunked with every intermediate operand rounded once to the input dtype, declared io"}});
+      out, kMaxK, kChunk,
+      {{launch<Step::beta, Grade::fp32>, false, "gdn-chunked", "gdn",
+        "Gated DeltaNet, chunked (C = 64, UT/WY): W, U per chunk in parallel, the state pass, then the output per "
+        "chunk in parallel; bf16/fp16 products on tensor cores, fp32 by FMA in fp64"},
+       {launch<Step::kaczmarz, Grade::fp32>, false, "kla-chunked", "kla",
+        "KLA, chunked as gdn-chunked with β = η / (‖k‖² + ε) computed from k in the kernel"},
+       {launch<Step::beta, Grade::io>, true, "gdn-chunked-io", "gdn",
+        "gdn-chunked with every intermediate operand rounded once to the input dtype (one MMA per product on "
+        "bf16), declared io"},
+       {launch<Step::kaczmarz, Grade::io>, true, "kla-chunked-io", "kla",
+        "kla-chunked with every intermediate operand rounded once to the input dtype, declared io"}});
 }
 
 }  // namespace larc::gpu::detail

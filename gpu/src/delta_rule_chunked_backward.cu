@@ -193,30 +193,21 @@ Status launch(const LaunchArgs& args, const std::string& name, bool varlen) {
   });
 }
 
-template <Step STEP, Grade GRADE>
-Kernel kernel_entry(std::string name, std::string mechanism, std::string description, bool varlen) {
-  auto run = [name, varlen](const LaunchArgs& args) { return launch<STEP, GRADE>(args, name, varlen); };
-  Kernel k = delta_rule_entry(std::move(name), std::move(mechanism), std::move(description), varlen, kMaxK, std::move(run));
-  k.limits.value_head_groups = true;
-  k.limits.chunk = kChunk;
-  k.io_grade = GRADE == Grade::io;
-  return k;
-}
-
 }  // namespace
 
 void append_delta_rule_chunked_backward_kernels(std::vector<Kernel>& out) {
   append_with_varlen_twins(
-      out, {{kernel_entry<Step::beta, Grade::fp32>, "gdn-chunked-backward", "gdn-backward",
-             "Gated DeltaNet's gradients, chunked (C = 64, UT/WY adjoint): per-chunk work in parallel around one "
-             "reverse pass of ∂L/∂S; intermediates as fp32 (three bf16 terms on tensor cores)"},
-            {kernel_entry<Step::kaczmarz, Grade::fp32>, "kla-chunked-backward", "kla-backward",
-             "KLA's gradients, chunked as gdn-chunked-backward; dη and dk's path through β"},
-            {kernel_entry<Step::beta, Grade::io>, "gdn-chunked-backward-io", "gdn-backward",
-             "gdn-chunked-backward with intermediates rounded to the input dtype (one MMA per product on bf16), "
-             "declared io"},
-            {kernel_entry<Step::kaczmarz, Grade::io>, "kla-chunked-backward-io", "kla-backward",
-             "kla-chunked-backward with intermediates rounded to the input dtype, declared io"}});
+      out, kMaxK, kChunk,
+      {{launch<Step::beta, Grade::fp32>, false, "gdn-chunked-backward", "gdn-backward",
+        "Gated DeltaNet's gradients, chunked (C = 64, UT/WY adjoint): per-chunk work in parallel around one "
+        "reverse pass of ∂L/∂S; intermediates as fp32 (three bf16 terms on tensor cores)"},
+       {launch<Step::kaczmarz, Grade::fp32>, false, "kla-chunked-backward", "kla-backward",
+        "KLA's gradients, chunked as gdn-chunked-backward; dη and dk's path through β"},
+       {launch<Step::beta, Grade::io>, true, "gdn-chunked-backward-io", "gdn-backward",
+        "gdn-chunked-backward with intermediates rounded to the input dtype (one MMA per product on bf16), "
+        "declared io"},
+       {launch<Step::kaczmarz, Grade::io>, true, "kla-chunked-backward-io", "kla-backward",
+        "kla-chunked-backward with intermediates rounded to the input dtype, declared io"}});
 }
 
 }  // namespace larc::gpu::detail

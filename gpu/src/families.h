@@ -30,18 +30,29 @@ inline Kernel delta_rule_entry(std::string name, std::string mechanism, std::str
   return k;
 }
 
-// A chunked delta-rule kernel to register with its varlen twin: `entry` makes its registry entry from
-// (name, mechanism, description, varlen).
+// A chunked delta-rule kernel (gdn/kla-chunked and their backwards) to register with its varlen twin:
+// launch(args, name, varlen) runs it, io declares the io grade.
 struct TwinnedKernel {
-  Kernel (*entry)(std::string, std::string, std::string, bool);
+  Status (*launch)(const LaunchArgs&, const std::string&, bool);
+  bool io;
   std::string name, mechanism, description;
 };
 
-// Appends every kernel, then every varlen twin (`name`-varlen: FLA's cu_seqlens, B = 1).
-inline void append_with_varlen_twins(std::vector<Kernel>& out, const std::vector<TwinnedKernel>& kernels) {
-  for (const TwinnedKernel& k : kernels) out.push_back(k.entry(k.name, k.mechanism, k.description, false));
+// Appends every kernel, then every varlen twin (`name`-varlen: FLA's cu_seqlens, B = 1): delta_rule_entry's
+// with K ≤ max_K, grouped value heads and the chunk length.
+inline void append_with_varlen_twins(std::vector<Kernel>& out, std::int64_t max_K, std::int64_t chunk,
+                                     const std::vector<TwinnedKernel>& kernels) {
+  const auto entry = [&](const TwinnedKernel& t, const std::string& name, std::string description, bool varlen) {
+    Kernel k = delta_rule_entry(name, t.mechanism, std::move(description), varlen, max_K,
+                                [launch = t.launch, name, varlen](const LaunchArgs& args) { return launch(args, name, varlen); });
+    k.limits.value_head_groups = true;
+    k.limits.chunk = chunk;
+    k.io_grade = t.io;
+    return k;
+  };
+  for (const TwinnedKernel& k : kernels) out.push_back(entry(k, k.name, k.description, false));
   for (const TwinnedKernel& k : kernels)
-    out.push_back(k.entry(k.name + "-varlen", k.mechanism, k.name + " over packed sequences (FLA cu_seqlens, B = 1)", true));
+    out.push_back(entry(k, k.name + "-varlen", k.name + " over packed sequences (FLA cu_seqlens, B = 1)", true));
 }
 
 // An HLA-family kernel's registry entry (hla_fused.cu, hla_chunked.cu, ahla_chunked.cu): bf16, fp16 and
