@@ -7,10 +7,11 @@
 // recursion; delta_rule_chunked.cuh's three-kernel split, its state pass register_state_pass.cuh) and
 // the launcher.
 //
-// Workspace (floats, stream-ordered, freed after the last kernel: chunk_launch.cuh), per (head, chunk):
-// the PenaltyRecord (64·KP + 64), the Record (W, Âᵀ, U, V_new, P) and X_c as chunk_output's operand.
-// At K = V = 128 (KP = 128), bf16/fp16: 8,256 + 48,896 + 17,408 = 74,560 floats = 298 KB a chunk, so
-// 1.22 GB at B = 1, H = 16, T = 16,384 (4,096 chunks). KP = 64 for K ≤ 64.
+// Workspace (stream-ordered, freed after the last kernel: chunk_launch.cuh), per (head, chunk): the
+// StartRecord (KP² + KP doubles), the PenaltyRecord (64·KP + 64 floats), the Record (W, Âᵀ, U, V_new, P)
+// and X_c as chunk_output's operand. At K = V = 128 (KP = 128), bf16/fp16: 33,024 + 8,256 + 48,896 +
+// 17,408 = 107,584 floats = 430 KB a chunk, so 1.76 GB at B = 1, H = 16, T = 16,384 (4,096 chunks).
+// KP = 64 for K ≤ 64.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -66,22 +67,6 @@ __host__ __device__ constexpr std::int64_t state_words(int V) {
 template <class T, int KP>
 __device__ __forceinline__ float* state_of(const Params<T>& p, int h, std::int64_t slot) {
   return p.states + (h * p.slots + slot) * state_words<T, KP>(p.V);
-}
-
-// The chunk of a (head, slot) block: head h, batch entry b, first token t0, n ≤ 64 tokens.
-struct Chunk {
-  std::int64_t slot, b, t0;
-  int h, n;
-};
-template <class T>
-__device__ __forceinline__ Chunk chunk_of(const Params<T>& p, std::int64_t record) {
-  Chunk c;
-  c.slot = record % p.slots;
-  c.h = static_cast<int>(record / p.slots);
-  c.b = c.slot / p.chunks;
-  c.t0 = c.slot % p.chunks * kChunk;
-  c.n = static_cast<int>(p.tokens - c.t0 < kChunk ? p.tokens - c.t0 : kChunk);
-  return c;
 }
 
 // ---- chunk_prepare ---------------------------------------------------------------------------------
@@ -269,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_output(const Params<T> p) {
 template <class T, int KP>
 Status enqueue(Params<T> p, cudaStream_t stream) {
   using namespace chunk_launch;
-  const auto penalty = penalty_pass<T, KP>;
+  const auto penalty = penalty_chunk<T, KP>;
   const auto prepare = chunk_prepare<T, KP>;
   const auto pass = state_pass<T, KP>;
   const auto output = chunk_output<T, KP>;
@@ -283,22 +268,29 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
   if (e == cudaSuccess) e = allow_smem(output, output_smem);
   if (e != cudaSuccess) return cuda_failure(kName, "shared-memory opt-in", e);  // nothing was launched
 
-  // Workspace: H · slots penalty records, then as many records, then as many states.
+  // Workspace: H · slots start records (doubles, first, so that they are 8-byte aligned), then as many
+  // penalty records, records and states.
   const std::int64_t records = p.H * p.slots;
+  const std::int64_t start_floats = records * StartRecord<KP>::kDoubles * 2;
   const std::int64_t penalty_floats = records * PenaltyRecord<KP>::kWords;
   const std::int64_t record_floats = records * Record<T, KP>::words(p.V);
-  const std::int64_t floats = penalty_floats + record_floats + records * state_words<T, KP>(p.V);
+  const std::int64_t floats = start_floats + penalty_floats + record_floats + records * state_words<T, KP>(p.V);
   float* workspace = nullptr;
   if (const Status st = allocate_workspace(kName, sizeof(float) * static_cast<std::size_t>(floats), stream, &workspace); !st)
     return st;
   if (workspace != nullptr) {
-    p.penalty = workspace;
-    p.records = workspace + penalty_floats;
+    p.starts = reinterpret_cast<double*>(workspace);
+    p.penalty = workspace + start_floats;
+    p.records = p.penalty + penalty_floats;
     p.states = p.records + record_floats;
   }
   if (records > 0) {
-    penalty<<<static_cast<unsigned>(p.B * p.H), kThreads, penalty_smem, stream>>>(p);
-    prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
+    const auto grid = static_cast<unsigned>(records);
+    penalty_gram<T, KP><<<grid, kThreads, 0, stream>>>(p);
+    penalty_scan<T, KP><<<static_cast<unsigned>(p.B * p.H * kScanTiles<KP>), kThreads, 0, stream>>>(p);
+    penalty_inverse<T, KP><<<grid, kThreads, 0, stream>>>(p);
+    penalty<<<grid, kThreads, penalty_smem, stream>>>(p);
+    prepare<<<grid, kThreads, prepare_smem, stream>>>(p);
   }
   pass<<<static_cast<unsigned>(p.B * p.H * p.v_tiles), register_state_pass::kThreads, pass_smem, stream>>>(p);  // T = 0: X_T = 0
   if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
@@ -314,7 +306,7 @@ Status launch(const LaunchArgs& args) {
   const std::int64_t chunks = (tokens + kChunk - 1) / kChunk, slots = B * chunks;
   const std::int64_t v_tiles = (v.size('V') + kTileV - 1) / kTileV;
   const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
-  v.require_grid(std::max({H * slots * out_tiles, B * H * v_tiles}));  // the kernels' largest grids
+  v.require_grid(std::max({H * slots * out_tiles, B * H * v_tiles, B * H * kScanTiles<128>}));  // the kernels' largest grids
   if (!v.ok()) return v.status();
   if (B * H == 0) return Status::success();  // no head: nothing to write
 

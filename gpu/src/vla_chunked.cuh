@@ -2,13 +2,22 @@
 // same tensors, the same φ = ELU+1, λ0 = 1, stab_eps = 1e-4, u_t = norm(k_t)/√K, ratio read), in
 // chunks of C = 64 tokens, in the chunked form of reference/include/larc/reference/vla_chunked.h
 // (vla::chunked, verified against vla::serial). This header: the pieces every kernel shares and the
-// penalty pass; vla_chunked.cu: the S pass (chunk_prepare → state_pass → chunk_output) and the launcher.
+// penalty's kernels; vla_chunked.cu: the S pass (chunk_prepare → state_pass → chunk_output) and the launcher.
 //
 // Per head and chunk of n ≤ 64 tokens (local index t, rows past n zero), U, K̂, Φ_q, V the chunk's rows
 // of u, k̂ = norm(φ(k)), φ(q), v; A_s, X_c = S_cᵀ (K × V) and ζ the memory before the chunk; D = diag(δ).
 //
-// 1. penalty_pass (one block per (b, h), chunks in order; A on chip): SPEC §1's Sherman–Morrison steps
-//    (VLA-C4) blocked as vla_chunked.h's penalty_chunk does them:
+// 0. The chunk starts, every chunk at once. The Sherman–Morrison recursion keeps A_t = M_t⁻¹,
+//    M_t = λ0 I + Σ_{s≤t} u_s u_sᵀ (SPEC VLA-C4: δ = 1 + uᵀAu ≥ 1 while A is positive definite, so the
+//    floor of δ does not bind in exact arithmetic), so A_s is the inverse of a prefix sum:
+//      penalty_gram (per (head, chunk)): the chunk's Σ_t u_t u_tᵀ and Σ_t φ(k_t), in double;
+//      penalty_scan (per (b, h) and 256 entries, chunks in order): M_c = λ0 I + Σ_{c'<c} Gram_{c'} and ζ
+//                   before the chunk, exclusive prefix sums in double;
+//      penalty_inverse (per (head, chunk)): A_s = M_c⁻¹ by Gauss–Jordan in double, rounded once to fp32.
+//    In double the inversion's error (about cond(M_c)·2⁻⁵³, cond(M_c) ≤ 1 + t/(λ0 K)) lies below that one
+//    rounding, and no error is carried from chunk to chunk (docs/gpu-kernels/vla.md, "Chunked").
+// 1. penalty_chunk (one block per (head, chunk), all at once; A_s on chip): SPEC §1's Sherman–Morrison
+//    steps (VLA-C4) blocked as vla_chunked.h's penalty_chunk does them:
 //      Y = U A_sᵀ (row t: A_s u_t),  G = Y Uᵀ (G_rj = y_r·u_j),  KY = K̂ Yᵀ,  KA = K̂ A_sᵀ (row t: A_s k̂_t)
 //    The n sequential steps are an LDLᵀ factorisation of C = I + G with floored pivots: with
 //    L_tr = (z_r·u_t)/δ_r (r < t), z_t = y_t − Σ_{r<t} z_r (z_r·u_t)/δ_r reads Y = L Z, and
@@ -19,8 +28,9 @@
 //    thread each, a right-looking update with one __syncthreads per pivot) gives at once
 //      P = L⁻¹ G (P_rj = z_r·u_j: the pivots and multipliers), H = K̂ Zᵀ (H_tr = k̂_t·z_r), Z = L⁻¹ Y.
 //    Then  A_t k̂_t = A_s k̂_t − Σ_{r≤t} z_r (z_r·k̂_t)/δ_r:  rows of KA + M Z, M = −(H ⊙ L) D⁻¹;
-//          α̂_t = norm(A_t k̂_t) (zero past n);   A ← A_s − Zᵀ D⁻¹ Z.
-//    ζ_t = ζ_{t−1} + φ(k_t) (per coordinate, tokens in order) and den_t = max(ζ_tᵀ φ(q_t), stab_eps).
+//          α̂_t = norm(A_t k̂_t) (zero past n). (The A after the chunk, A_s − Zᵀ D⁻¹ Z, is not needed.)
+//    ζ_t = ζ_{t−1} + φ(k_t) (per coordinate, tokens in order, from ζ before the chunk rounded to fp32) and
+//    den_t = max(ζ_tᵀ φ(q_t), stab_eps).
 //    Writes α̂ [64][KP] and den [64] (PenaltyRecord).
 // 2. chunk_prepare (one block per (head, chunk), all at once): the affine recursion's UT/WY form with
 //    two key sets (vla_chunked.h: removal keys k̂, write keys α̂, β = 1, no decay):
@@ -30,14 +40,14 @@
 // 4. chunk_output (one block per (head, chunk, 64 value columns), all at once):
 //    o = (Φ_q X_c + P V_new) / den, rows < n.
 //
-// u, k̂, φ(q), ζ, den and α̂'s norm are computed as vla_fused.cu computes them (lane d mod 32 of a warp
-// per token, the same sums in the same order, the same divisions and floors), so u, k̂ and den are
-// bitwise the fused kernel's; A, α̂ and X differ from it by rounding only.
+// u, k̂, φ(q), den and α̂'s norm are computed as vla_fused.cu computes them (lane d mod 32 of a warp per
+// token, the same sums in the same order, the same divisions and floors), so u and k̂ are bitwise the
+// fused kernel's; ζ (summed per chunk in double), den, A, α̂ and X differ from it by rounding only.
 //
 // Arithmetic (chunk_operands.cuh): fp32 state and accumulation. bf16/fp16: products on tensor cores,
-// fp32 intermediates on the state's path (u, k̂, A, Y, Z, D⁻¹Z, M, α̂, T, W, U, V_new, X) as three bf16
+// fp32 intermediates on the state's path (u, k̂, A_s, Y, Z, M, α̂, T, W, U, V_new, X) as three bf16
 // terms, those read only by o (φ(q), P, X_c for the read, V_new for the read) as two. G, KY, KA and the
-// LDL stay in fp32. fp32 inputs are refused (vla_chunked.cu): only bf16/fp16 kernels are compiled.
+// LDL stay in fp32; the chunk starts (Grams, M_c, its inverse) in fp64. fp32 inputs are refused (vla_chunked.cu): only bf16/fp16 kernels are compiled.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +81,7 @@ struct Params {
   Strided<const T> q, k, v;
   Strided<T> o;
   Strided<float> final_state;  // data == nullptr when not requested
+  double* starts = nullptr;    // StartRecord per (h, slot)
   float* penalty = nullptr;    // PenaltyRecord per (h, slot)
   float* records = nullptr;    // Record per (h, slot) (vla_chunked.cu)
   float* states = nullptr;     // X_c as chunk_output's operand per (h, slot)
@@ -93,6 +104,37 @@ struct PenaltyRecord {
 template <class T, int KP>
 __device__ __forceinline__ float* penalty_of(const Params<T>& p, int h, std::int64_t slot) {
   return p.penalty + (h * p.slots + slot) * PenaltyRecord<KP>::kWords;
+}
+
+// Where a chunk's penalty starts, in doubles: [KP][KP] then [KP]. penalty_gram writes the chunk's Gram
+// Σ_t u_t u_tᵀ and Σ_t φ(k_t); penalty_scan turns them, in place, into M_c (the Gram sum of the chunks before,
+// plus λ0 I) and ζ before the chunk; penalty_inverse writes A_s = M_c⁻¹ as fp32 [KP][KP] over M_c's first half.
+template <int KP>
+struct StartRecord {
+  static constexpr std::int64_t kDoubles = std::int64_t{KP} * KP + KP;
+  static __device__ double* m(double* r) { return r; }
+  static __device__ double* zeta(double* r) { return r + KP * KP; }
+  static __device__ float* a(double* r) { return reinterpret_cast<float*>(r); }
+};
+template <class T, int KP>
+__device__ __forceinline__ double* start_of(const Params<T>& p, int h, std::int64_t slot) {
+  return p.starts + (h * p.slots + slot) * StartRecord<KP>::kDoubles;
+}
+
+// The chunk of a (head, slot) block: head h, batch entry b, first token t0, n ≤ 64 tokens.
+struct Chunk {
+  std::int64_t slot, b, t0;
+  int h, n;
+};
+template <class T>
+__device__ __forceinline__ Chunk chunk_of(const Params<T>& p, std::int64_t record) {
+  Chunk c;
+  c.slot = record % p.slots;
+  c.h = static_cast<int>(record / p.slots);
+  c.b = c.slot / p.chunks;
+  c.t0 = c.slot % p.chunks * kChunk;
+  c.n = static_cast<int>(p.tokens - c.t0 < kChunk ? p.tokens - c.t0 : kChunk);
+  return c;
 }
 
 // max(x, floor) keeping a NaN, as vla_fused.cu's floored (the reference's `if (x < floor) x = floor`).
@@ -161,19 +203,153 @@ __device__ __forceinline__ void load_strip(float (&acc)[2][4], const float* x, i
     for (int r = 0; r < 4; ++r) acc[j][r] = x[(m0 + g + 8 * (r / 2)) * pitch + n0 + 8 * j + 2 * t + r % 2];
 }
 
-// ---- penalty_pass ----------------------------------------------------------------------------------
-// Shared memory (words): A [KP rows][KP] (kStateTerms planes; symmetric in exact arithmetic, but always
+// ---- the penalty's chunk starts: A_s = M_c⁻¹ for every chunk at once ---------------------------------
+// Register tiles of a [KP][KP] matrix over the block: thread (ty, tx) = (thread / 16, thread % 16) holds
+// rows [ty·R, ty·R + R) and columns [tx·R, tx·R + R), R = KP/16.
+template <int KP>
+constexpr int kTile = KP / 16;
+static_assert(kThreads == 256, "the register tiles cover [KP][KP] with a 16 × 16 grid of threads");
+__device__ __forceinline__ int tile_row0(int r) { return static_cast<int>(threadIdx.x) / 16 * r; }
+__device__ __forceinline__ int tile_col0(int r) { return static_cast<int>(threadIdx.x) % 16 * r; }
+
+// One block per (head, chunk): the chunk's Gram Σ_t u_t u_tᵀ and Σ_t φ(k_t) to its StartRecord, in double
+// (u is fp32, so its products are exact there). u and φ(k) by the arithmetic penalty_chunk uses.
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
+  constexpr int R = kTile<KP>;
+  __shared__ float u_s[kChunk * KP];
+  const Chunk ch = chunk_of(p, blockIdx.x);
+  const int K = p.K, lane = threadIdx.x % 32;
+  const TokenRows<const T> k = rows_of(p.k, ch.b, ch.h);
+  double* const start = start_of<T, KP>(p, ch.h, ch.slot);
+
+  for (int i = threadIdx.x / 32; i < kChunk; i += kWarps) {
+    float u[KP / 32] = {}, khat[KP / 32];
+    if (i < ch.n) key_directions<T, KP>(k, ch.t0 + i, K, u, khat);
+#pragma unroll
+    for (int c = 0; c < KP / 32; ++c) u_s[i * KP + lane + 32 * c] = u[c];
+  }
+  if (threadIdx.x < KP) {
+    const int d = threadIdx.x;
+    double sum = 0.;
+    if (d < K)
+      for (int i = 0; i < ch.n; ++i) sum += elu_plus_one(to_float(k(ch.t0 + i, d)));
+    StartRecord<KP>::zeta(start)[d] = sum;
+  }
+  __syncthreads();
+  const int i0 = tile_row0(R), j0 = tile_col0(R);
+  double g[R][R] = {};
+  for (int t = 0; t < ch.n; ++t) {
+    float a[R], b[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      a[r] = u_s[t * KP + i0 + r];
+      b[r] = u_s[t * KP + j0 + r];
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < R; ++c) g[r][c] = fma(static_cast<double>(a[r]), static_cast<double>(b[c]), g[r][c]);
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int c = 0; c < R; ++c) StartRecord<KP>::m(start)[(i0 + r) * KP + j0 + c] = g[r][c];
+}
+
+// Exclusive prefix sums over a head's chunks, in order, in place: M_c = λ0 I_K + Σ_{c'<c} Gram_{c'} and
+// ζ before chunk c. One block per (b, h, kThreads entries of the StartRecord), a thread an entry; the
+// chunks' values are read kScanBatch at a time so that the loads overlap.
+constexpr int kScanBatch = 8;
+template <int KP>
+constexpr std::int64_t kScanTiles = (StartRecord<KP>::kDoubles + kThreads - 1) / kThreads;
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads) penalty_scan(const Params<T> p) {
+  const std::int64_t e = blockIdx.x % kScanTiles<KP> * kThreads + threadIdx.x;
+  const std::int64_t bh = blockIdx.x / kScanTiles<KP>;
+  const int h = static_cast<int>(bh % p.H);
+  if (e >= StartRecord<KP>::kDoubles) return;
+  const bool diagonal = e < KP * KP && e / KP == e % KP && e / KP < p.K;
+  double sum = diagonal ? static_cast<double>(kLambda0) : 0.;
+  double* const first = start_of<T, KP>(p, h, bh / p.H * p.chunks) + e;
+  for (std::int64_t c0 = 0; c0 < p.chunks; c0 += kScanBatch) {
+    double x[kScanBatch];
+#pragma unroll
+    for (int j = 0; j < kScanBatch; ++j)
+      if (c0 + j < p.chunks) x[j] = first[(c0 + j) * StartRecord<KP>::kDoubles];
+#pragma unroll
+    for (int j = 0; j < kScanBatch; ++j)
+      if (c0 + j < p.chunks) {
+        first[(c0 + j) * StartRecord<KP>::kDoubles] = sum;
+        sum += x[j];
+      }
+  }
+}
+
+// One block per (head, chunk): A_s = M_c⁻¹ by Gauss–Jordan elimination in place, in double, M_c held in
+// the block's registers. M_c is symmetric positive definite (λ0 > 0), so its pivots are positive and need no
+// pivoting. Pivot p: row p becomes M_pj/M_pp (the pivot's own entry 1/M_pp), every other row i loses
+// M_ip times it (its entry in column p becomes −M_ip/M_pp). Rows and columns ≥ K are zero and stay so.
+// A_s is rounded once, to fp32, and written over M_c's first half.
+template <class T, int KP>
+__global__ void __launch_bounds__(kThreads, 1) penalty_inverse(const Params<T> p) {
+  constexpr int R = kTile<KP>;
+  __shared__ double row_s[2][KP], column_s[2][KP];  // by pivot parity: one barrier a pivot
+  const Chunk ch = chunk_of(p, blockIdx.x);
+  const int K = p.K, i0 = tile_row0(R), j0 = tile_col0(R);
+  double* const start = start_of<T, KP>(p, ch.h, ch.slot);
+  double m[R][R];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int c = 0; c < R; ++c) m[r][c] = StartRecord<KP>::m(start)[(i0 + r) * KP + j0 + c];
+  for (int piv = 0; piv < K; ++piv) {
+    double* const row = row_s[piv % 2];
+    double* const column = column_s[piv % 2];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (i0 + r == piv)
+#pragma unroll
+        for (int c = 0; c < R; ++c) row[j0 + c] = m[r][c];
+#pragma unroll
+    for (int c = 0; c < R; ++c)
+      if (j0 + c == piv)
+#pragma unroll
+        for (int r = 0; r < R; ++r) column[i0 + r] = m[r][c];
+    __syncthreads();
+    const double inverse = 1. / row[piv];
+    double scaled[R], factor[R];
+#pragma unroll
+    for (int c = 0; c < R; ++c) scaled[c] = (j0 + c == piv ? 1. : row[j0 + c]) * inverse;
+#pragma unroll
+    for (int r = 0; r < R; ++r) factor[r] = i0 + r == piv ? 0. : column[i0 + r];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < R; ++c)
+        m[r][c] = i0 + r == piv ? scaled[c] : fma(-factor[r], scaled[c], j0 + c == piv ? 0. : m[r][c]);
+  }
+  __syncthreads();  // every tile of M_c read before A_s is written over it
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int c = 0; c < R; ++c)
+      StartRecord<KP>::a(start)[(i0 + r) * KP + j0 + c] = i0 + r < K && j0 + c < K ? static_cast<float>(m[r][c]) : 0.f;
+}
+
+// ---- penalty_chunk ---------------------------------------------------------------------------------
+// Shared memory (words): A_s [KP rows][KP] (kStateTerms planes; symmetric in exact arithmetic, but always
 // read as A's rows, so that A u and A k̂ are products with A itself), a work region reused phase by
 // phase, and the pivot rows [2][64] and δ [64]:
 //   φ(k) then ζ_t [64][KP] fp32 at kZeta; U [64][KP] at kU; Y [64][KP] at kY; G [64][68] fp32 at kG;
 //   then K̂ [64][KP] over U; then K̂ A_sᵀ → A_t k̂_t [64][KP+4] fp32 at kKa and KYᵀ [64][68] at kKyt;
-//   then M [64][64] at kM, Zᵀ [KP][64] at kZt, and (D⁻¹Z)ᵀ [KP][64] at kZst over K̂ A_sᵀ and M.
+//   then M [64][64] at kM and Zᵀ [KP][64] at kZt, beside K̂ A_sᵀ.
 // 222 KB at KP = 128; one block an SM.
 template <class T, int KP>
 struct PenaltyLayout {
   static constexpr int kA = operand_words<T, kStateTerms>(KP, KP);
   static constexpr int kRows = operand_words<T, kStateTerms>(kChunk, KP);     // U, K̂, Y
-  static constexpr int kCols = operand_words<T, kStateTerms>(KP, kChunk);     // Zᵀ, (D⁻¹Z)ᵀ
+  static constexpr int kCols = operand_words<T, kStateTerms>(KP, kChunk);     // Zᵀ
   static constexpr int kSquare = operand_words<T, kStateTerms>(kChunk, kChunk);  // M
   static constexpr int kGram = kChunk * kSquarePitch;                         // G, KYᵀ (fp32)
   static constexpr int kWide = kChunk * (KP + 4);                             // K̂ A_sᵀ, A_t k̂_t (fp32)
@@ -182,7 +358,6 @@ struct PenaltyLayout {
   static constexpr int kKyt = kRows - kWide >= kGram ? kWide : kG + kGram;  // in K̂'s words, or after G
   static constexpr int kM = kWide;
   static constexpr int kZt = kWide + kSquare > kCols ? kWide + kSquare : kCols;
-  static constexpr int kZst = 0;
   static constexpr int kWork = kG + kGram > kKyt + kGram ? (kG + kGram > kZt + kCols ? kG + kGram : kZt + kCols)
                                                          : (kKyt + kGram > kZt + kCols ? kKyt + kGram : kZt + kCols);
   static constexpr int kWords = kA + kWork + 3 * kChunk;
@@ -190,8 +365,8 @@ struct PenaltyLayout {
   static_assert(kChunk * KP <= kRows && kWide <= kRows);                      // ζ in Y's words, K̂ A_sᵀ in K̂'s
   static_assert(kKyt + kGram <= kY || kKyt >= kG + kGram);                    // KYᵀ beside Y, G, K̂ A_sᵀ
   static_assert(kKyt >= kWide);
-  static_assert(kZt >= kM + kSquare && kZst + kCols <= kZt);                  // Zᵀ beside M, K̂ A; (D⁻¹Z)ᵀ beside Zᵀ
-  static_assert(sizeof(float) * kWords <= 227 * 1024, "penalty_pass exceeds the 227 KB of shared memory a block may use");
+  static_assert(kZt >= kM + kSquare);                                         // Zᵀ beside M and K̂ A_sᵀ
+  static_assert(sizeof(float) * kWords <= 227 * 1024, "penalty_chunk exceeds the 227 KB of shared memory a block may use");
   static_assert(kA % 4 == 0 && kWork % 4 == 0);
 };
 
@@ -199,8 +374,9 @@ struct PenaltyLayout {
 template <int KP>
 constexpr int kSolveColumns = 2 * kChunk + KP;
 
+// One block per (head, chunk), from A_s and ζ before the chunk (penalty_inverse, penalty_scan).
 template <class T, int KP>
-__global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
+__global__ void __launch_bounds__(kThreads, 1) penalty_chunk(const Params<T> p) {
   using L = PenaltyLayout<T, KP>;
   constexpr int S = kStateTerms, sp = kSquarePitch, wp = KP + 4;
   static_assert(kSolveColumns<KP> <= kThreads);
@@ -215,178 +391,162 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_pass(const Params<T> p) {
   const auto y_op = operand_at<T, S, KP>(work + L::kY, kChunk);
   const auto m_op = operand_at<T, S, kChunk>(work + L::kM, kChunk);
   const auto zt_op = operand_at<T, S, kChunk>(work + L::kZt, KP);
-  const auto zst_op = operand_at<T, S, kChunk>(work + L::kZst, KP);
   float* const zeta_s = work + L::kZeta;
   float* const gram_s = work + L::kG;
   float* const ka_s = work + L::kKa;
   float* const kyt_s = work + L::kKyt;
 
-  const std::int64_t b = blockIdx.x / p.H;
-  const int h = static_cast<int>(blockIdx.x % p.H), K = p.K;
+  const Chunk ch = chunk_of(p, blockIdx.x);
+  const int K = p.K, n = ch.n;
+  const std::int64_t t0 = ch.t0;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, col = threadIdx.x;
-  const TokenRows<const T> q = rows_of(p.q, b, h), k = rows_of(p.k, b, h);
+  const TokenRows<const T> q = rows_of(p.q, ch.b, ch.h), k = rows_of(p.k, ch.b, ch.h);
+  double* const start = start_of<T, KP>(p, ch.h, ch.slot);
+  float* const record = penalty_of<T, KP>(p, ch.h, ch.slot);
 
-  fill(a_op, KP, [&](int i, int j) { return i == j && i < K ? 1.f / kLambda0 : 0.f; });  // A_0 = I/λ0
-  float zeta = 0.f;  // thread d < KP: ζ_d
+  const float* const a_start = StartRecord<KP>::a(start);
+  fill(a_op, KP, [&](int i, int j) { return a_start[i * KP + j]; });
+  float zeta = col < KP ? static_cast<float>(StartRecord<KP>::zeta(start)[col]) : 0.f;  // thread d < KP: ζ_d
 
-  for (std::int64_t c = 0; c < p.chunks; ++c) {
-    const std::int64_t t0 = c * kChunk;
-    const int n = static_cast<int>(p.tokens - t0 < kChunk ? p.tokens - t0 : kChunk);
-    float* const record = penalty_of<T, KP>(p, h, b * p.chunks + c);
-
-    // ζ_t: φ(k) of the chunk, then thread d sums its coordinate over the tokens in order, in place.
-    for (int e = threadIdx.x; e < kChunk * KP; e += kThreads) {
-      const int i = e / KP, d = e % KP;
-      zeta_s[e] = i < n && d < K ? elu_plus_one(to_float(k(t0 + i, d))) : 0.f;
-    }
-    __syncthreads();
-    if (col < KP)
-      for (int i = 0; i < kChunk; ++i) zeta_s[i * KP + col] = zeta += zeta_s[i * KP + col];
-    __syncthreads();
-    // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps) and u_t.
-    for (int i = warp; i < kChunk; i += kWarps) {
-      float u[KP / 32] = {}, khat[KP / 32];
-      float den = 1.f;
-      if (i < n) {
-        key_directions<T, KP>(k, t0 + i, K, u, khat);
-        float zq = 0.f;
-#pragma unroll
-        for (int cc = 0; cc < KP / 32; ++cc) {
-          const int d = lane + 32 * cc;
-          const float phi_q = d < K ? elu_plus_one(to_float(q(t0 + i, d))) : 0.f;
-          zq += zeta_s[i * KP + d] * phi_q;
-        }
-        den = floored(warp_sum(zq), kStabEps);
-      }
-      if (lane == 0) PenaltyRecord<KP>::den(record)[i] = den;
-      store_warp_row(u_op, i, u);
-    }
-    __syncthreads();
-
-    // Y = U A_sᵀ (over ζ).
-    for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, KP>(acc, u_op, a_op, m0, n0);
-      for_each_pair(acc, m0, n0, [&](int t, int i, float x0, float x1) { store_pair(y_op, t, i, x0, x1); });
-    });
-    __syncthreads();
-    // G = Y Uᵀ.
-    for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, KP>(acc, y_op, u_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int r, int j, float x) { gram_s[r * sp + j] = x; });
-    });
-    __syncthreads();
-    // K̂ over U.
-    for (int i = warp; i < kChunk; i += kWarps) {
-      float u[KP / 32], khat[KP / 32] = {};
-      if (i < n) key_directions<T, KP>(k, t0 + i, K, u, khat);
-      store_warp_row(kh_op, i, khat);
-    }
-    __syncthreads();
-    // KY = K̂ Yᵀ and KA = K̂ A_sᵀ, in registers until K̂ is read no more, then KYᵀ and KA in its words.
-    {
-      constexpr int ky_strips = kStripsPerWarp<kChunk, kChunk>, ka_strips = kStripsPerWarp<kChunk, KP>;
-      float ky[ky_strips][2][4], ka[ka_strips][2][4];
-#pragma unroll
-      for (int s = 0; s < ky_strips; ++s) {
-        zero(ky[s]);
-        warp_product<T, KP>(ky[s], kh_op, y_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
-      }
-#pragma unroll
-      for (int s = 0; s < ka_strips; ++s) {
-        zero(ka[s]);
-        warp_product<T, KP>(ka[s], kh_op, a_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
-      }
-      __syncthreads();
-#pragma unroll
-      for (int s = 0; s < ky_strips; ++s)
-        for_each_element(ky[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
-                         [&](int t, int r, float x) { kyt_s[r * sp + t] = x; });
-#pragma unroll
-      for (int s = 0; s < ka_strips; ++s)
-        for_each_element(ka[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
-                         [&](int t, int i, float x) { ka_s[t * wp + i] = x; });
-    }
-    __syncthreads();
-
-    // The LDLᵀ of I + G as a forward substitution on [G | KYᵀ | Y], thread `col` owning one column x
-    // (rows r = the chunk's tokens). Before pivot r, rows ≤ r are final: δ_r = max(1 + P_rr, stab_eps)
-    // and every row i > r loses L_ir · (row r) with L_ir = P_ri/δ_r, P_ri the G part's row r.
-    float x[kChunk];
-    if (col < kSolveColumns<KP>) {
-#pragma unroll
-      for (int r = 0; r < kChunk; ++r)
-        x[r] = col < kChunk       ? gram_s[r * sp + col]
-               : col < 2 * kChunk ? kyt_s[r * sp + col - kChunk]
-                                  : element(y_op, r, col - 2 * kChunk);
-    }
-#pragma unroll
-    for (int r = 0; r < kChunk; ++r) {
-      float* const row = pivot_rows + (r % 2) * kChunk;
-      if (col < kChunk) row[col] = x[r];
-      __syncthreads();
-      const float delta = floored(1.f + row[r], kStabEps);
-      if (col == 0) delta_s[r] = delta;
-      if (col < kSolveColumns<KP>) {
-        const float w = x[r] / delta;
-#pragma unroll
-        for (int i4 = (r + 1) / 4 * 4; i4 < kChunk; i4 += 4) {
-          const float4 l = *reinterpret_cast<const float4*>(row + i4);
-          if (i4 > r) x[i4] = fmaf(-l.x, w, x[i4]);
-          if (i4 + 1 > r) x[i4 + 1] = fmaf(-l.y, w, x[i4 + 1]);
-          if (i4 + 2 > r) x[i4 + 2] = fmaf(-l.z, w, x[i4 + 2]);
-          x[i4 + 3] = fmaf(-l.w, w, x[i4 + 3]);
-        }
-      }
-    }
-    __syncthreads();  // δ complete; G, KYᵀ and Y are read no more
-    // Zᵀ (the Y part: column d of Z), and M = −(H ⊙ L) D⁻¹ (the KYᵀ part: row t of H = K̂ Zᵀ).
-    if (col >= 2 * kChunk && col < kSolveColumns<KP>) {
-#pragma unroll
-      for (int r = 0; r < kChunk; r += 2) store_pair(zt_op, col - 2 * kChunk, r, x[r], x[r + 1]);
-    } else if (col >= kChunk && col < 2 * kChunk) {
-      const int t = col - kChunk;
-#pragma unroll
-      for (int r = 0; r < kChunk; r += 2)
-        store_pair(m_op, t, r, r <= t ? -x[r] / delta_s[r] : 0.f, r + 1 <= t ? -x[r + 1] / delta_s[r + 1] : 0.f);
-    }
-    __syncthreads();
-    // A_t k̂_t = (K̂ A_sᵀ)_t + (M Z)_t, in place.
-    for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      load_strip(acc, ka_s, wp, m0, n0);
-      warp_product<T, kChunk>(acc, m_op, zt_op, m0, n0);
-      for_each_element(acc, m0, n0, [&](int t, int i, float y) { ka_s[t * wp + i] = y; });
-    });
-    __syncthreads();
-    // α̂_t = norm(A_t k̂_t), a warp per token (vla_fused.cu: sqrtf of warp_dot, then a division).
-    for (int i = warp; i < kChunk; i += kWarps) {
-      float a[KP / 32], ss = 0.f;
+  // ζ_t: φ(k) of the chunk, then thread d sums its coordinate over the tokens in order, in place.
+  for (int e = threadIdx.x; e < kChunk * KP; e += kThreads) {
+    const int i = e / KP, d = e % KP;
+    zeta_s[e] = i < n && d < K ? elu_plus_one(to_float(k(t0 + i, d))) : 0.f;
+  }
+  __syncthreads();
+  if (col < KP)
+    for (int i = 0; i < kChunk; ++i) zeta_s[i * KP + col] = zeta += zeta_s[i * KP + col];
+  __syncthreads();
+  // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps) and u_t.
+  for (int i = warp; i < kChunk; i += kWarps) {
+    float u[KP / 32] = {}, khat[KP / 32];
+    float den = 1.f;
+    if (i < n) {
+      key_directions<T, KP>(k, t0 + i, K, u, khat);
+      float zq = 0.f;
 #pragma unroll
       for (int cc = 0; cc < KP / 32; ++cc) {
-        a[cc] = ka_s[i * wp + lane + 32 * cc];
-        ss += a[cc] * a[cc];
+        const int d = lane + 32 * cc;
+        const float phi_q = d < K ? elu_plus_one(to_float(q(t0 + i, d))) : 0.f;
+        zq += zeta_s[i * KP + d] * phi_q;
       }
-      const float norm = sqrtf(warp_sum(ss));
+      den = floored(warp_sum(zq), kStabEps);
+    }
+    if (lane == 0) PenaltyRecord<KP>::den(record)[i] = den;
+    store_warp_row(u_op, i, u);
+  }
+  __syncthreads();
+
+  // Y = U A_sᵀ (over ζ).
+  for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
+    float acc[2][4];
+    zero(acc);
+    warp_product<T, KP>(acc, u_op, a_op, m0, n0);
+    for_each_pair(acc, m0, n0, [&](int t, int i, float x0, float x1) { store_pair(y_op, t, i, x0, x1); });
+  });
+  __syncthreads();
+  // G = Y Uᵀ.
+  for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
+    float acc[2][4];
+    zero(acc);
+    warp_product<T, KP>(acc, y_op, u_op, m0, n0);
+    for_each_element(acc, m0, n0, [&](int r, int j, float x) { gram_s[r * sp + j] = x; });
+  });
+  __syncthreads();
+  // K̂ over U.
+  for (int i = warp; i < kChunk; i += kWarps) {
+    float u[KP / 32], khat[KP / 32] = {};
+    if (i < n) key_directions<T, KP>(k, t0 + i, K, u, khat);
+    store_warp_row(kh_op, i, khat);
+  }
+  __syncthreads();
+  // KY = K̂ Yᵀ and KA = K̂ A_sᵀ, in registers until K̂ is read no more, then KYᵀ and KA in its words.
+  {
+    constexpr int ky_strips = kStripsPerWarp<kChunk, kChunk>, ka_strips = kStripsPerWarp<kChunk, KP>;
+    float ky[ky_strips][2][4], ka[ka_strips][2][4];
 #pragma unroll
-      for (int cc = 0; cc < KP / 32; ++cc) PenaltyRecord<KP>::alpha(record)[i * KP + lane + 32 * cc] = i < n ? a[cc] / norm : 0.f;
+    for (int s = 0; s < ky_strips; ++s) {
+      zero(ky[s]);
+      warp_product<T, KP>(ky[s], kh_op, y_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
+    }
+#pragma unroll
+    for (int s = 0; s < ka_strips; ++s) {
+      zero(ka[s]);
+      warp_product<T, KP>(ka[s], kh_op, a_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
     }
     __syncthreads();
-    // (D⁻¹Z)ᵀ over K̂ A and M; A ← A_s − Zᵀ (D⁻¹Z): A(i, j) −= Σ_r z_r,i (z_r,j/δ_r), as vla_fused.cu's z_i (z_j/δ).
-    fill(zst_op, KP, [&](int d, int r) { return element(zt_op, d, r) / delta_s[r]; });
+#pragma unroll
+    for (int s = 0; s < ky_strips; ++s)
+      for_each_element(ky[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
+                       [&](int t, int r, float x) { kyt_s[r * sp + t] = x; });
+#pragma unroll
+    for (int s = 0; s < ka_strips; ++s)
+      for_each_element(ka[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
+                       [&](int t, int i, float x) { ka_s[t * wp + i] = x; });
+  }
+  __syncthreads();
+
+  // The LDLᵀ of I + G as a forward substitution on [G | KYᵀ | Y], thread `col` owning one column x
+  // (rows r = the chunk's tokens). Before pivot r, rows ≤ r are final: δ_r = max(1 + P_rr, stab_eps)
+  // and every row i > r loses L_ir · (row r) with L_ir = P_ri/δ_r, P_ri the G part's row r.
+  float x[kChunk];
+  if (col < kSolveColumns<KP>) {
+#pragma unroll
+    for (int r = 0; r < kChunk; ++r)
+      x[r] = col < kChunk       ? gram_s[r * sp + col]
+             : col < 2 * kChunk ? kyt_s[r * sp + col - kChunk]
+                                : element(y_op, r, col - 2 * kChunk);
+  }
+#pragma unroll
+  for (int r = 0; r < kChunk; ++r) {
+    float* const row = pivot_rows + (r % 2) * kChunk;
+    if (col < kChunk) row[col] = x[r];
     __syncthreads();
-    for_each_strip<KP, KP, 2>([&](int m0, int n0) {
-      float acc[2][4];
-      zero(acc);
-      warp_product<T, kChunk>(acc, zt_op, zst_op, m0, n0);
-      for_each_pair(acc, m0, n0, [&](int i, int j, float y0, float y1) {
-        store_pair(a_op, i, j, element(a_op, i, j) - y0, element(a_op, i, j + 1) - y1);
-      });
-    });
-    __syncthreads();
+    const float delta = floored(1.f + row[r], kStabEps);
+    if (col == 0) delta_s[r] = delta;
+    if (col < kSolveColumns<KP>) {
+      const float w = x[r] / delta;
+#pragma unroll
+      for (int i4 = (r + 1) / 4 * 4; i4 < kChunk; i4 += 4) {
+        const float4 l = *reinterpret_cast<const float4*>(row + i4);
+        if (i4 > r) x[i4] = fmaf(-l.x, w, x[i4]);
+        if (i4 + 1 > r) x[i4 + 1] = fmaf(-l.y, w, x[i4 + 1]);
+        if (i4 + 2 > r) x[i4 + 2] = fmaf(-l.z, w, x[i4 + 2]);
+        x[i4 + 3] = fmaf(-l.w, w, x[i4 + 3]);
+      }
+    }
+  }
+  __syncthreads();  // δ complete; G, KYᵀ and Y are read no more
+  // Zᵀ (the Y part: column d of Z), and M = −(H ⊙ L) D⁻¹ (the KYᵀ part: row t of H = K̂ Zᵀ).
+  if (col >= 2 * kChunk && col < kSolveColumns<KP>) {
+#pragma unroll
+    for (int r = 0; r < kChunk; r += 2) store_pair(zt_op, col - 2 * kChunk, r, x[r], x[r + 1]);
+  } else if (col >= kChunk && col < 2 * kChunk) {
+    const int t = col - kChunk;
+#pragma unroll
+    for (int r = 0; r < kChunk; r += 2)
+      store_pair(m_op, t, r, r <= t ? -x[r] / delta_s[r] : 0.f, r + 1 <= t ? -x[r + 1] / delta_s[r + 1] : 0.f);
+  }
+  __syncthreads();
+  // A_t k̂_t = (K̂ A_sᵀ)_t + (M Z)_t, in place.
+  for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
+    float acc[2][4];
+    load_strip(acc, ka_s, wp, m0, n0);
+    warp_product<T, kChunk>(acc, m_op, zt_op, m0, n0);
+    for_each_element(acc, m0, n0, [&](int t, int i, float y) { ka_s[t * wp + i] = y; });
+  });
+  __syncthreads();
+  // α̂_t = norm(A_t k̂_t), a warp per token (vla_fused.cu: sqrtf of warp_dot, then a division).
+  for (int i = warp; i < kChunk; i += kWarps) {
+    float a[KP / 32], ss = 0.f;
+#pragma unroll
+    for (int cc = 0; cc < KP / 32; ++cc) {
+      a[cc] = ka_s[i * wp + lane + 32 * cc];
+      ss += a[cc] * a[cc];
+    }
+    const float norm = sqrtf(warp_sum(ss));
+#pragma unroll
+    for (int cc = 0; cc < KP / 32; ++cc) PenaltyRecord<KP>::alpha(record)[i * KP + lane + 32 * cc] = i < n ? a[cc] / norm : 0.f;
   }
 }
 
