@@ -336,9 +336,10 @@ Status launch(const LaunchArgs& args) {
 
 void append_vla_chunked_kernels(std::vector<Kernel>& out) {
   Kernel k = vla_entry(kName,
-                       "VLA, chunked (C = 64): the Sherman–Morrison penalty blocked as an LDLᵀ per chunk (sequential "
-                       "per head, A on chip), then the memory by the UT/WY delta rule with keys k̂ and α̂; products on "
-                       "tensor cores; bf16/fp16 only, K ≥ 16 (docs/gpu-kernels/vla.md)",
+                       "VLA, chunked (C = 64): every chunk's penalty at once from A_s = (λ0 I + Σ u uᵀ)⁻¹ (prefix Grams "
+                       "inverted in fp64), its Sherman–Morrison steps blocked as an LDLᵀ, then the memory by the UT/WY "
+                       "delta rule with keys k̂ and α̂; products on tensor cores; bf16/fp16 only, K ≥ 16 "
+                       "(docs/gpu-kernels/vla.md)",
                        kDtypes, launch);
   k.limits.min_K = kMinK;
   k.limits.chunk = vla_chunked::kChunk;
