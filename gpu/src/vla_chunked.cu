@@ -2,16 +2,16 @@
 // refusals of vla-fused-recurrent (vla_inputs.h), but bf16/fp16 only: q, k [B,T,H,K], v and o [B,T,H,V]
 // in bf16 or fp16, optional fp32 final_state [B,H,K,V] = X_T = S_Tᵀ, no initial_state, 16 ≤ K ≤ 128, any V ≥ 1,
 // any T ≥ 0.
-// The equations and the penalty pass: vla_chunked.cuh. This file: the S pass (the generalised delta
+// The equations and the penalty's kernels: vla_chunked.cuh. This file: the S pass (the generalised delta
 // rule with removal keys k̂ and write keys α̂, β = 1, no decay; reference/vla_chunked.h's affine
 // recursion; delta_rule_chunked.cuh's three-kernel split, its state pass register_state_pass.cuh) and
 // the launcher.
 //
 // Workspace (stream-ordered, freed after the last kernel: chunk_launch.cuh), per (head, chunk): the
-// StartRecord (KP² + KP doubles), the PenaltyRecord (64·KP + 64 floats), the Record (W, Âᵀ, U, V_new, P)
-// and X_c as chunk_output's operand. At K = V = 128 (KP = 128), bf16/fp16: 33,024 + 8,256 + 48,896 +
-// 17,408 = 107,584 floats = 430 KB a chunk, so 1.76 GB at B = 1, H = 16, T = 16,384 (4,096 chunks).
-// KP = 64 for K ≤ 64.
+// StartRecord (M_c, later the penalty's products, and ζ), the PenaltyRecord (64·KP + 64 floats), the Record
+// (W, Âᵀ, U, V_new, P) and X_c as chunk_output's operand. At K = V = 128 (KP = 128), bf16/fp16: 33,024 +
+// 8,256 + 48,896 + 17,408 = 107,584 floats = 430 KB a chunk, so 1.76 GB at B = 1, H = 16, T = 16,384 (4,096
+// chunks). KP = 64 for K ≤ 64.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kThreads) chunk_prepare(const Params<T> p) {
   float* const record = record_of<T, KP>(p, ch.h, ch.slot);
   const float* const alpha = PenaltyRecord<KP>::alpha(penalty_of<T, KP>(p, ch.h, ch.slot));
 
-  for (int i = threadIdx.x / 32; i < kChunk; i += kWarps) {  // k̂, as the penalty pass forms it
+  for (int i = threadIdx.x / 32; i < kChunk; i += kWarps) {  // k̂, as the penalty's kernels form it
     float u[KP / 32], khat[KP / 32] = {};
     if (i < n) key_directions<T, KP>(k, ch.t0 + i, K, u, khat);
     store_warp_row(kh_op, i, khat);
@@ -254,15 +254,18 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_output(const Params<T> p) {
 template <class T, int KP>
 Status enqueue(Params<T> p, cudaStream_t stream) {
   using namespace chunk_launch;
+  const auto start = penalty_start<T, KP>;
   const auto penalty = penalty_chunk<T, KP>;
   const auto prepare = chunk_prepare<T, KP>;
   const auto pass = state_pass<T, KP>;
   const auto output = chunk_output<T, KP>;
-  const std::size_t penalty_smem = sizeof(float) * PenaltyLayout<T, KP>::kWords;
+  const std::size_t start_smem = sizeof(float) * StartLayout<KP>::kWords;
+  const std::size_t penalty_smem = sizeof(float) * ChunkLayout<KP>::kWords;
   const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
   const std::size_t pass_smem = sizeof(float) * register_state_pass::Layout<T, KP>::kWords;
   const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
-  cudaError_t e = allow_smem(penalty, penalty_smem);
+  cudaError_t e = allow_smem(start, start_smem);
+  if (e == cudaSuccess) e = allow_smem(penalty, penalty_smem);
   if (e == cudaSuccess) e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
   if (e == cudaSuccess) e = allow_smem(output, output_smem);
@@ -288,7 +291,7 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
     const auto grid = static_cast<unsigned>(records);
     penalty_gram<T, KP><<<grid, kThreads, 0, stream>>>(p);
     penalty_scan<T, KP><<<static_cast<unsigned>(p.B * p.H * kScanTiles<KP>), kThreads, 0, stream>>>(p);
-    penalty_inverse<T, KP><<<grid, kThreads, 0, stream>>>(p);
+    start<<<grid, kThreads, start_smem, stream>>>(p);
     penalty<<<grid, kThreads, penalty_smem, stream>>>(p);
     prepare<<<grid, kThreads, prepare_smem, stream>>>(p);
   }
@@ -337,8 +340,8 @@ Status launch(const LaunchArgs& args) {
 void append_vla_chunked_kernels(std::vector<Kernel>& out) {
   Kernel k = vla_entry(kName,
                        "VLA, chunked (C = 64): every chunk's penalty at once from A_s = (λ0 I + Σ u uᵀ)⁻¹ (prefix Grams "
-                       "inverted in fp64), its Sherman–Morrison steps blocked as an LDLᵀ, then the memory by the UT/WY "
-                       "delta rule with keys k̂ and α̂; products on tensor cores; bf16/fp16 only, K ≥ 16 "
+                       "inverted in fp64), its Sherman–Morrison steps blocked as an LDLᵀ in fp32, then the memory by "
+                       "the UT/WY delta rule with keys k̂ and α̂ (products on tensor cores); bf16/fp16 only, K ≥ 16 "
                        "(docs/gpu-kernels/vla.md)",
                        kDtypes, launch);
   k.limits.min_K = kMinK;

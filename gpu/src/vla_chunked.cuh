@@ -7,20 +7,20 @@
 // Per head and chunk of n ≤ 64 tokens (local index t, rows past n zero), U, K̂, Φ_q, V the chunk's rows
 // of u, k̂ = norm(φ(k)), φ(q), v; A_s, X_c = S_cᵀ (K × V) and ζ the memory before the chunk; D = diag(δ).
 //
-// 0. The chunk starts, every chunk at once. The Sherman–Morrison recursion keeps A_t = M_t⁻¹,
+// 0. The penalty, every chunk at once. The Sherman–Morrison recursion keeps A_t = M_t⁻¹,
 //    M_t = λ0 I + Σ_{s≤t} u_s u_sᵀ (SPEC VLA-C4: δ = 1 + uᵀAu ≥ 1 while A is positive definite, so the
-//    floor of δ does not bind in exact arithmetic), so A_s is the inverse of a prefix sum:
+//    floor of δ does not bind in exact arithmetic), so the A_s a chunk starts from is the inverse of a prefix sum:
 //      penalty_gram (per (head, chunk)): the chunk's Σ_t u_t u_tᵀ and Σ_t φ(k_t), in double;
 //      penalty_scan (per (b, h) and 256 entries, chunks in order): M_c = λ0 I + Σ_{c'<c} Gram_{c'} and ζ
 //                   before the chunk, exclusive prefix sums in double;
-//      penalty_inverse (per (head, chunk)): A_s = M_c⁻¹ by Gauss–Jordan in double, rounded once to fp32.
+//      penalty_start (per (head, chunk)): A_s = M_c⁻¹ by Gauss–Jordan in double, rounded once to fp32, then
+//                   Y = U A_sᵀ (row t: A_s u_t), KA = K̂ A_sᵀ (row t: A_s k̂_t), G = Y Uᵀ (G_rj = y_r·u_j), KY = K̂ Yᵀ.
 //    In double the inversion's error (about cond(M_c)·2⁻⁵³, cond(M_c) ≤ 1 + t/(λ0 K)) lies below that one
 //    rounding, and no error is carried from chunk to chunk (docs/gpu-kernels/vla.md, "Chunked").
-// 1. penalty_chunk (one block per (head, chunk), all at once; A_s on chip): SPEC §1's Sherman–Morrison
-//    steps (VLA-C4) blocked as vla_chunked.h's penalty_chunk does them:
-//      Y = U A_sᵀ (row t: A_s u_t),  G = Y Uᵀ (G_rj = y_r·u_j),  KY = K̂ Yᵀ,  KA = K̂ A_sᵀ (row t: A_s k̂_t)
-//    The n sequential steps are an LDLᵀ factorisation of C = I + G with floored pivots: with
-//    L_tr = (z_r·u_t)/δ_r (r < t), z_t = y_t − Σ_{r<t} z_r (z_r·u_t)/δ_r reads Y = L Z, and
+// 1. penalty_chunk (one block per (head, chunk), all at once): SPEC §1's Sherman–Morrison steps (VLA-C4)
+//    blocked as vla_chunked.h's penalty_chunk does them. The n sequential steps are an LDLᵀ factorisation
+//    of C = I + G with floored pivots: with L_tr = (z_r·u_t)/δ_r (r < t), z_t = y_t − Σ_{r<t} z_r (z_r·u_t)/δ_r
+//    reads Y = L Z, and
 //      z_t·u_i = G_ti − Σ_{p<t} L_tp (z_p·u_i) = G_ti − Σ_{p<t} L_ip L_tp δ_p,
 //    so δ_t = max(1 + z_t·u_t, stab_eps) = max(C_tt − Σ_p L_tp² δ_p, stab_eps) and L_it = (C_ti − Σ_p L_ip L_tp δ_p)/δ_t
 //    (i > t): penalty_chunk's recurrence for T_z = L⁻¹ (its P_rt = z_r·u_t), with the floor where it
@@ -44,10 +44,11 @@
 // token, the same sums in the same order, the same divisions and floors), so u and k̂ are bitwise the
 // fused kernel's; ζ (summed per chunk in double), den, A, α̂ and X differ from it by rounding only.
 //
-// Arithmetic (chunk_operands.cuh): fp32 state and accumulation. bf16/fp16: products on tensor cores,
-// fp32 intermediates on the state's path (u, k̂, A_s, Y, Z, M, α̂, T, W, U, V_new, X) as three bf16
-// terms, those read only by o (φ(q), P, X_c for the read, V_new for the read) as two. G, KY, KA and the
-// LDL stay in fp32; the chunk starts (Grams, M_c, its inverse) in fp64. fp32 inputs are refused (vla_chunked.cu): only bf16/fp16 kernels are compiled.
+// Arithmetic: fp32 state and accumulation. The penalty: the chunk starts (Grams, M_c, its inverse) in fp64,
+// its products (Y, KA, G, KY, M Z) and the LDL in fp32 (one FMA a term, as the float forms multiply). The S
+// pass (chunk_operands.cuh), bf16/fp16: products on tensor cores, fp32 intermediates on the state's path
+// (k̂, α̂, T, W, U, V_new, X) as three bf16 terms, those read only by o (φ(q), P, X_c for the read, V_new for
+// the read) as two. fp32 inputs are refused (vla_chunked.cu): only bf16/fp16 kernels are compiled.
 #pragma once
 
 #include <cstdint>
@@ -106,15 +107,27 @@ __device__ __forceinline__ float* penalty_of(const Params<T>& p, int h, std::int
   return p.penalty + (h * p.slots + slot) * PenaltyRecord<KP>::kWords;
 }
 
-// Where a chunk's penalty starts, in doubles: [KP][KP] then [KP]. penalty_gram writes the chunk's Gram
-// Σ_t u_t u_tᵀ and Σ_t φ(k_t); penalty_scan turns them, in place, into M_c (the Gram sum of the chunks before,
-// plus λ0 I) and ζ before the chunk; penalty_inverse writes A_s = M_c⁻¹ as fp32 [KP][KP] over M_c's first half.
+// Columns of the penalty's LDLᵀ right-hand side: [0, 64) G, [64, 128) KYᵀ, [128, 128 + KP) Y.
+template <int KP>
+constexpr int kSolveColumns = 2 * kChunk + KP;
+
+// Where a chunk's penalty starts, per (head, chunk), in doubles: a head of max(KP², ⌈64·(kSolveColumns + KP)/2⌉)
+// then ζ [KP]. penalty_gram writes the chunk's Gram Σ_t u_t u_tᵀ [KP][KP] and Σ_t φ(k_t); penalty_scan turns them,
+// in place, into M_c (the Gram sum of the chunks before, plus λ0 I) and ζ before the chunk; penalty_start
+// inverts M_c and writes over it, as fp32, the chunk's products: the right-hand side [G | KYᵀ | Y] [64 rows]
+// [kSolveColumns] and K̂ A_sᵀ [64][KP].
 template <int KP>
 struct StartRecord {
-  static constexpr std::int64_t kDoubles = std::int64_t{KP} * KP + KP;
+  static constexpr std::int64_t kOperandFloats = std::int64_t{kChunk} * (kSolveColumns<KP> + KP);
+  static constexpr std::int64_t kHead = std::int64_t{KP} * KP > (kOperandFloats + 1) / 2 ? std::int64_t{KP} * KP
+                                                                                          : (kOperandFloats + 1) / 2;
+  static constexpr std::int64_t kDoubles = kHead + KP;
+  static constexpr int kScanEntries = KP * KP + KP;  // M_c's, then ζ's
   static __device__ double* m(double* r) { return r; }
-  static __device__ double* zeta(double* r) { return r + KP * KP; }
-  static __device__ float* a(double* r) { return reinterpret_cast<float*>(r); }
+  static __device__ double* zeta(double* r) { return r + kHead; }
+  static __device__ double* scan_entry(double* r, std::int64_t e) { return e < KP * KP ? r + e : zeta(r) + (e - KP * KP); }
+  static __device__ float* rhs(double* r) { return reinterpret_cast<float*>(r); }
+  static __device__ float* ka(double* r) { return rhs(r) + std::int64_t{kChunk} * kSolveColumns<KP>; }
 };
 template <class T, int KP>
 __device__ __forceinline__ double* start_of(const Params<T>& p, int h, std::int64_t slot) {
@@ -185,35 +198,17 @@ __device__ __forceinline__ void store_warp_row(const Operand<T, TERMS, KD>& op, 
   }
 }
 
-// This warp's s-th 16 × 16 strip of an M × N product (for_each_strip's order), for results held in
-// registers across a barrier.
-template <int M, int N>
-constexpr int kStripsPerWarp = (M / 16) * (N / 16) / kWarps;
-template <int M>
-__device__ __forceinline__ int strip_m0(int s) { return (threadIdx.x / 32 + kWarps * s) % (M / 16) * 16; }
-template <int M>
-__device__ __forceinline__ int strip_n0(int s) { return (threadIdx.x / 32 + kWarps * s) / (M / 16) * 16; }
-
-// acc = the strip's elements of an fp32 matrix (row pitch `pitch`), the accumulator layout.
-__device__ __forceinline__ void load_strip(float (&acc)[2][4], const float* x, int pitch, int m0, int n0) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int j = 0; j < 2; ++j)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) acc[j][r] = x[(m0 + g + 8 * (r / 2)) * pitch + n0 + 8 * j + 2 * t + r % 2];
-}
-
-// ---- the penalty's chunk starts: A_s = M_c⁻¹ for every chunk at once ---------------------------------
-// Register tiles of a [KP][KP] matrix over the block: thread (ty, tx) = (thread / 16, thread % 16) holds
-// rows [ty·R, ty·R + R) and columns [tx·R, tx·R + R), R = KP/16.
+// ---- the penalty, every chunk at once ---------------------------------------------------------------
+// Register tiles over the block: thread (ty, tx) = (thread / 16, thread % 16) of a 16 × 16 grid holds a
+// rectangle of rows from ty and of columns from tx.
+static_assert(kThreads == 256, "the penalty's register tiles are a 16 × 16 grid of threads");
+__device__ __forceinline__ int tile_y() { return static_cast<int>(threadIdx.x) / 16; }
+__device__ __forceinline__ int tile_x() { return static_cast<int>(threadIdx.x) % 16; }
 template <int KP>
-constexpr int kTile = KP / 16;
-static_assert(kThreads == 256, "the register tiles cover [KP][KP] with a 16 × 16 grid of threads");
-__device__ __forceinline__ int tile_row0(int r) { return static_cast<int>(threadIdx.x) / 16 * r; }
-__device__ __forceinline__ int tile_col0(int r) { return static_cast<int>(threadIdx.x) % 16 * r; }
+constexpr int kTile = KP / 16;  // columns (and M_c's rows) a thread of a [·][KP] tile
 
 // One block per (head, chunk): the chunk's Gram Σ_t u_t u_tᵀ and Σ_t φ(k_t) to its StartRecord, in double
-// (u is fp32, so its products are exact there). u and φ(k) by the arithmetic penalty_chunk uses.
+// (u is fp32, so its products are exact there). u and φ(k) by the arithmetic penalty_start and penalty_chunk use.
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
   constexpr int R = kTile<KP>;
@@ -237,7 +232,7 @@ __global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
     StartRecord<KP>::zeta(start)[d] = sum;
   }
   __syncthreads();
-  const int i0 = tile_row0(R), j0 = tile_col0(R);
+  const int i0 = tile_y() * R, j0 = tile_x() * R;
   double g[R][R] = {};
   for (int t = 0; t < ch.n; ++t) {
     float a[R], b[R];
@@ -258,20 +253,20 @@ __global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
 }
 
 // Exclusive prefix sums over a head's chunks, in order, in place: M_c = λ0 I_K + Σ_{c'<c} Gram_{c'} and
-// ζ before chunk c. One block per (b, h, kThreads entries of the StartRecord), a thread an entry; the
+// ζ before chunk c. One block per (b, h, kThreads of StartRecord's scan entries), a thread an entry; the
 // chunks' values are read kScanBatch at a time so that the loads overlap.
 constexpr int kScanBatch = 8;
 template <int KP>
-constexpr std::int64_t kScanTiles = (StartRecord<KP>::kDoubles + kThreads - 1) / kThreads;
+constexpr std::int64_t kScanTiles = (StartRecord<KP>::kScanEntries + kThreads - 1) / kThreads;
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) penalty_scan(const Params<T> p) {
   const std::int64_t e = blockIdx.x % kScanTiles<KP> * kThreads + threadIdx.x;
   const std::int64_t bh = blockIdx.x / kScanTiles<KP>;
   const int h = static_cast<int>(bh % p.H);
-  if (e >= StartRecord<KP>::kDoubles) return;
+  if (e >= StartRecord<KP>::kScanEntries) return;
   const bool diagonal = e < KP * KP && e / KP == e % KP && e / KP < p.K;
   double sum = diagonal ? static_cast<double>(kLambda0) : 0.;
-  double* const first = start_of<T, KP>(p, h, bh / p.H * p.chunks) + e;
+  double* const first = StartRecord<KP>::scan_entry(start_of<T, KP>(p, h, bh / p.H * p.chunks), e);
   for (std::int64_t c0 = 0; c0 < p.chunks; c0 += kScanBatch) {
     double x[kScanBatch];
 #pragma unroll
@@ -286,115 +281,194 @@ __global__ void __launch_bounds__(kThreads) penalty_scan(const Params<T> p) {
   }
 }
 
-// One block per (head, chunk): A_s = M_c⁻¹ by Gauss–Jordan elimination in place, in double, M_c held in
-// the block's registers. M_c is symmetric positive definite (λ0 > 0), so its pivots are positive and need no
-// pivoting. Pivot p: row p becomes M_pj/M_pp (the pivot's own entry 1/M_pp), every other row i loses
-// M_ip times it (its entry in column p becomes −M_ip/M_pp). Rows and columns ≥ K are zero and stay so.
-// A_s is rounded once, to fp32, and written over M_c's first half.
+// ---- penalty_start ---------------------------------------------------------------------------------
+// Shared memory (floats): Uᵀ and K̂ᵀ [KP rows][128 (+4)] (column t < 64: u_t, 64 + t: k̂_t), A_sᵀ [KP][KP (+4)]
+// and Yᵀ [KP][64 (+4)]; the pivot's row and column are static. 166 KB at KP = 128; one block an SM.
+template <int KP>
+struct StartLayout {
+  static constexpr int kRowPitch = 2 * kChunk + 4, kAPitch = KP + 4, kYPitch = kChunk + 4;
+  static constexpr int kRowsT = 0, kAT = KP * kRowPitch, kYT = kAT + KP * kAPitch;
+  static constexpr int kWords = kYT + KP * kYPitch;
+};
+
+// One block per (head, chunk):
+//   A_s = M_c⁻¹ by Gauss–Jordan elimination in place, in double, M_c held in the block's registers (a
+//   thread R × R of it). M_c is symmetric positive definite (λ0 > 0), so its pivots are positive and need
+//   no pivoting. Pivot p: row p becomes M_pj/M_pp (its own entry 1/M_pp), every other row i loses M_ip
+//   times it (its entry in column p becomes −M_ip/M_pp). Rows and columns ≥ K are zero and stay so.
+//   A_s is rounded once, to fp32.
+//   Then the chunk's products with A_s, in fp32 (one FMA a term, as the float forms multiply):
+//   [Y; K̂ A_sᵀ] = [U; K̂] A_sᵀ (row t of Y: A_s u_t), G = Y Uᵀ (G_rj = y_r·u_j), KY = K̂ Yᵀ (KY_tr = k̂_t·y_r),
+//   written over M_c: the LDL's right-hand side [G | KYᵀ | Y] and K̂ A_sᵀ.
 template <class T, int KP>
-__global__ void __launch_bounds__(kThreads, 1) penalty_inverse(const Params<T> p) {
-  constexpr int R = kTile<KP>;
-  __shared__ double row_s[2][KP], column_s[2][KP];  // by pivot parity: one barrier a pivot
+__global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) {
+  using L = StartLayout<KP>;
+  using SR = StartRecord<KP>;
+  constexpr int R = kTile<KP>, kStacked = 2 * kChunk, kRowsPerY = kStacked / 16;
+  constexpr int kColumns = kSolveColumns<KP>;
+  extern __shared__ float4 smem_vec[];
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  float* const rows_t = words + L::kRowsT;
+  float* const a_t = words + L::kAT;  // a_t[j][i] = A_s[i][j]: products read A_s by its rows
+  float* const y_t = words + L::kYT;
+  __shared__ double row_s[2][KP], column_s[2][KP];  // the pivot's, by pivot parity: one barrier a pivot
   const Chunk ch = chunk_of(p, blockIdx.x);
-  const int K = p.K, i0 = tile_row0(R), j0 = tile_col0(R);
+  const int K = p.K, n = ch.n, ty = tile_y(), tx = tile_x(), lane = threadIdx.x % 32;
+  const TokenRows<const T> k = rows_of(p.k, ch.b, ch.h);
   double* const start = start_of<T, KP>(p, ch.h, ch.slot);
+
   double m[R][R];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int c = 0; c < R; ++c) m[r][c] = StartRecord<KP>::m(start)[(i0 + r) * KP + j0 + c];
-  for (int piv = 0; piv < K; ++piv) {
-    double* const row = row_s[piv % 2];
-    double* const column = column_s[piv % 2];
+  {
+    const int i0 = ty * R, j0 = tx * R;
 #pragma unroll
     for (int r = 0; r < R; ++r)
-      if (i0 + r == piv)
 #pragma unroll
-        for (int c = 0; c < R; ++c) row[j0 + c] = m[r][c];
+      for (int c = 0; c < R; ++c) m[r][c] = SR::m(start)[(i0 + r) * KP + j0 + c];
+  }
+  for (int i = threadIdx.x / 32; i < kChunk; i += kWarps) {  // u_t and k̂_t, zero past n
+    float u[KP / 32] = {}, khat[KP / 32] = {};
+    if (i < n) key_directions<T, KP>(k, ch.t0 + i, K, u, khat);
 #pragma unroll
-    for (int c = 0; c < R; ++c)
-      if (j0 + c == piv)
+    for (int c = 0; c < KP / 32; ++c) {
+      rows_t[(lane + 32 * c) * L::kRowPitch + i] = u[c];
+      rows_t[(lane + 32 * c) * L::kRowPitch + kChunk + i] = khat[c];
+    }
+  }
+
+  {
+    const int i0 = ty * R, j0 = tx * R;
+    for (int piv = 0; piv < K; ++piv) {
+      double* const row = row_s[piv % 2];
+      double* const column = column_s[piv % 2];
 #pragma unroll
-        for (int r = 0; r < R; ++r) column[i0 + r] = m[r][c];
-    __syncthreads();
-    const double inverse = 1. / row[piv];
-    double scaled[R], factor[R];
+      for (int r = 0; r < R; ++r)
+        if (i0 + r == piv)
 #pragma unroll
-    for (int c = 0; c < R; ++c) scaled[c] = (j0 + c == piv ? 1. : row[j0 + c]) * inverse;
+          for (int c = 0; c < R; ++c) row[j0 + c] = m[r][c];
 #pragma unroll
-    for (int r = 0; r < R; ++r) factor[r] = i0 + r == piv ? 0. : column[i0 + r];
+      for (int c = 0; c < R; ++c)
+        if (j0 + c == piv)
+#pragma unroll
+          for (int r = 0; r < R; ++r) column[i0 + r] = m[r][c];
+      __syncthreads();
+      const double inverse = 1. / row[piv];
+      double scaled[R], factor[R];
+#pragma unroll
+      for (int c = 0; c < R; ++c) scaled[c] = (j0 + c == piv ? 1. : row[j0 + c]) * inverse;
+#pragma unroll
+      for (int r = 0; r < R; ++r) factor[r] = i0 + r == piv ? 0. : column[i0 + r];
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int c = 0; c < R; ++c)
+          m[r][c] = i0 + r == piv ? scaled[c] : fma(-factor[r], scaled[c], j0 + c == piv ? 0. : m[r][c]);
+    }
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int c = 0; c < R; ++c)
-        m[r][c] = i0 + r == piv ? scaled[c] : fma(-factor[r], scaled[c], j0 + c == piv ? 0. : m[r][c]);
+        a_t[(j0 + c) * L::kAPitch + i0 + r] = i0 + r < K && j0 + c < K ? static_cast<float>(m[r][c]) : 0.f;
   }
-  __syncthreads();  // every tile of M_c read before A_s is written over it
+  __syncthreads();  // A_sᵀ and the rows complete; every tile of M_c read, so its words may be written
+
+  // [Y; K̂ A_sᵀ]: thread rows s ∈ [ty·8, ty·8 + 8) of the 128 stacked rows, columns i ∈ [tx·R, tx·R + R).
+  {
+    const int s0 = ty * kRowsPerY, i0 = tx * R;
+    float acc[kRowsPerY][R] = {};
+    for (int j = 0; j < K; ++j) {
+      float a[kRowsPerY], b[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r)
+      for (int r = 0; r < kRowsPerY; ++r) a[r] = rows_t[j * L::kRowPitch + s0 + r];
 #pragma unroll
-    for (int c = 0; c < R; ++c)
-      StartRecord<KP>::a(start)[(i0 + r) * KP + j0 + c] = i0 + r < K && j0 + c < K ? static_cast<float>(m[r][c]) : 0.f;
+      for (int c = 0; c < R; ++c) b[c] = a_t[j * L::kAPitch + i0 + c];
+#pragma unroll
+      for (int r = 0; r < kRowsPerY; ++r)
+#pragma unroll
+        for (int c = 0; c < R; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
+    }
+    float* const rhs = SR::rhs(start);
+    float* const ka = SR::ka(start);
+#pragma unroll
+    for (int r = 0; r < kRowsPerY; ++r)
+#pragma unroll
+      for (int c = 0; c < R; ++c) {
+        const int s = s0 + r, i = i0 + c;
+        if (s < kChunk) {
+          y_t[i * L::kYPitch + s] = acc[r][c];
+          rhs[s * kColumns + 2 * kChunk + i] = acc[r][c];
+        } else {
+          ka[(s - kChunk) * KP + i] = acc[r][c];
+        }
+      }
+  }
+  __syncthreads();
+
+  // G (rows s < 64: G_sj = y_s·u_j) and KY (rows 64 + t: KY_tj = k̂_t·y_j): thread rows s ∈ [ty·8, ty·8 + 8),
+  // columns j ∈ [tx·4, tx·4 + 4). Warps are uniform in which (ty < 8 for pairs of ty).
+  {
+    constexpr int kCols = kChunk / 16;
+    const int s0 = ty * kRowsPerY, j0 = tx * kCols;
+    const bool gram = s0 < kChunk;
+    const float* const left = gram ? y_t + s0 : rows_t + s0;
+    const int left_pitch = gram ? L::kYPitch : L::kRowPitch;
+    const float* const right = gram ? rows_t + j0 : y_t + j0;
+    const int right_pitch = gram ? L::kRowPitch : L::kYPitch;
+    float acc[kRowsPerY][kCols] = {};
+    for (int i = 0; i < K; ++i) {
+      float a[kRowsPerY], b[kCols];
+#pragma unroll
+      for (int r = 0; r < kRowsPerY; ++r) a[r] = left[i * left_pitch + r];
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) b[c] = right[i * right_pitch + c];
+#pragma unroll
+      for (int r = 0; r < kRowsPerY; ++r)
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
+    }
+    float* const rhs = SR::rhs(start);
+#pragma unroll
+    for (int r = 0; r < kRowsPerY; ++r)
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const int s = s0 + r, j = j0 + c;
+        if (gram)
+          rhs[s * kColumns + j] = acc[r][c];
+        else
+          rhs[j * kColumns + kChunk + (s - kChunk)] = acc[r][c];  // KYᵀ: row j, column 64 + t
+      }
+  }
 }
 
 // ---- penalty_chunk ---------------------------------------------------------------------------------
-// Shared memory (words): A_s [KP rows][KP] (kStateTerms planes; symmetric in exact arithmetic, but always
-// read as A's rows, so that A u and A k̂ are products with A itself), a work region reused phase by
-// phase, and the pivot rows [2][64] and δ [64]:
-//   φ(k) then ζ_t [64][KP] fp32 at kZeta; U [64][KP] at kU; Y [64][KP] at kY; G [64][68] fp32 at kG;
-//   then K̂ [64][KP] over U; then K̂ A_sᵀ → A_t k̂_t [64][KP+4] fp32 at kKa and KYᵀ [64][68] at kKyt;
-//   then M [64][64] at kM and Zᵀ [KP][64] at kZt, beside K̂ A_sᵀ.
-// 222 KB at KP = 128; one block an SM.
-template <class T, int KP>
-struct PenaltyLayout {
-  static constexpr int kA = operand_words<T, kStateTerms>(KP, KP);
-  static constexpr int kRows = operand_words<T, kStateTerms>(kChunk, KP);     // U, K̂, Y
-  static constexpr int kCols = operand_words<T, kStateTerms>(KP, kChunk);     // Zᵀ
-  static constexpr int kSquare = operand_words<T, kStateTerms>(kChunk, kChunk);  // M
-  static constexpr int kGram = kChunk * kSquarePitch;                         // G, KYᵀ (fp32)
-  static constexpr int kWide = kChunk * (KP + 4);                             // K̂ A_sᵀ, A_t k̂_t (fp32)
-  static constexpr int kU = 0, kKh = 0, kY = kRows, kZeta = kRows, kG = 2 * kRows;
-  static constexpr int kKa = 0;
-  static constexpr int kKyt = kRows - kWide >= kGram ? kWide : kG + kGram;  // in K̂'s words, or after G
-  static constexpr int kM = kWide;
-  static constexpr int kZt = kWide + kSquare > kCols ? kWide + kSquare : kCols;
-  static constexpr int kWork = kG + kGram > kKyt + kGram ? (kG + kGram > kZt + kCols ? kG + kGram : kZt + kCols)
-                                                         : (kKyt + kGram > kZt + kCols ? kKyt + kGram : kZt + kCols);
-  static constexpr int kWords = kA + kWork + 3 * kChunk;
-  // Each phase's live regions are disjoint.
-  static_assert(kChunk * KP <= kRows && kWide <= kRows);                      // ζ in Y's words, K̂ A_sᵀ in K̂'s
-  static_assert(kKyt + kGram <= kY || kKyt >= kG + kGram);                    // KYᵀ beside Y, G, K̂ A_sᵀ
-  static_assert(kKyt >= kWide);
-  static_assert(kZt >= kM + kSquare);                                         // Zᵀ beside M and K̂ A_sᵀ
-  static_assert(sizeof(float) * kWords <= 227 * 1024, "penalty_chunk exceeds the 227 KB of shared memory a block may use");
-  static_assert(kA % 4 == 0 && kWork % 4 == 0);
+// Shared memory (floats): φ(k) then ζ_t [64][KP], later A_t k̂_t [64][KP (+4)] in its words; M [64][64 (+4)],
+// Zᵀ's rows Z [64][KP (+4)], the pivot rows [2][64] and δ [64]. 84 KB at KP = 128: two blocks an SM.
+template <int KP>
+struct ChunkLayout {
+  static constexpr int kWidePitch = KP + 4, kMPitch = kChunk + 4;
+  static constexpr int kZeta = 0, kKa = 0;
+  static constexpr int kM = kChunk * kWidePitch;
+  static constexpr int kZ = kM + kChunk * kMPitch;
+  static constexpr int kPivots = kZ + kChunk * kWidePitch;
+  static constexpr int kWords = kPivots + 3 * kChunk;
+  static_assert(kChunk * KP <= kM, "ζ_t within A_t k̂_t's words");
 };
 
-// Columns of the augmented forward substitution: [0, 64) G, [64, 128) KYᵀ, [128, 128 + KP) Y.
-template <int KP>
-constexpr int kSolveColumns = 2 * kChunk + KP;
-
-// One block per (head, chunk), from A_s and ζ before the chunk (penalty_inverse, penalty_scan).
+// One block per (head, chunk), from penalty_start's products and ζ before the chunk (penalty_scan).
 template <class T, int KP>
-__global__ void __launch_bounds__(kThreads, 1) penalty_chunk(const Params<T> p) {
-  using L = PenaltyLayout<T, KP>;
-  constexpr int S = kStateTerms, sp = kSquarePitch, wp = KP + 4;
-  static_assert(kSolveColumns<KP> <= kThreads);
+__global__ void __launch_bounds__(kThreads, 2) penalty_chunk(const Params<T> p) {
+  using L = ChunkLayout<KP>;
+  using SR = StartRecord<KP>;
+  constexpr int R = kTile<KP>, kRowsPerThread = kChunk / 16, wp = L::kWidePitch, mp = L::kMPitch;
+  constexpr int kColumns = kSolveColumns<KP>;
+  static_assert(kColumns <= kThreads);
   extern __shared__ float4 smem_vec[];
-  float* const a_words = reinterpret_cast<float*>(smem_vec);
-  float* const work = a_words + L::kA;
-  float* const pivot_rows = work + L::kWork;  // [2][64], by pivot parity
+  float* const words = reinterpret_cast<float*>(smem_vec);
+  float* const zeta_s = words + L::kZeta;
+  float* const ka_s = words + L::kKa;
+  float* const m_s = words + L::kM;
+  float* const z_s = words + L::kZ;
+  float* const pivot_rows = words + L::kPivots;  // [2][64], by pivot parity
   float* const delta_s = pivot_rows + 2 * kChunk;
-  const auto a_op = operand_at<T, S, KP>(a_words, KP);
-  const auto u_op = operand_at<T, S, KP>(work + L::kU, kChunk);
-  const auto kh_op = operand_at<T, S, KP>(work + L::kKh, kChunk);
-  const auto y_op = operand_at<T, S, KP>(work + L::kY, kChunk);
-  const auto m_op = operand_at<T, S, kChunk>(work + L::kM, kChunk);
-  const auto zt_op = operand_at<T, S, kChunk>(work + L::kZt, KP);
-  float* const zeta_s = work + L::kZeta;
-  float* const gram_s = work + L::kG;
-  float* const ka_s = work + L::kKa;
-  float* const kyt_s = work + L::kKyt;
 
   const Chunk ch = chunk_of(p, blockIdx.x);
   const int K = p.K, n = ch.n;
@@ -404,25 +478,22 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_chunk(const Params<T> p) 
   double* const start = start_of<T, KP>(p, ch.h, ch.slot);
   float* const record = penalty_of<T, KP>(p, ch.h, ch.slot);
 
-  const float* const a_start = StartRecord<KP>::a(start);
-  fill(a_op, KP, [&](int i, int j) { return a_start[i * KP + j]; });
-  float zeta = col < KP ? static_cast<float>(StartRecord<KP>::zeta(start)[col]) : 0.f;  // thread d < KP: ζ_d
-
-  // ζ_t: φ(k) of the chunk, then thread d sums its coordinate over the tokens in order, in place.
+  // ζ_t: φ(k) of the chunk, then thread d sums its coordinate over the tokens in order, in place, from ζ
+  // before the chunk.
   for (int e = threadIdx.x; e < kChunk * KP; e += kThreads) {
     const int i = e / KP, d = e % KP;
     zeta_s[e] = i < n && d < K ? elu_plus_one(to_float(k(t0 + i, d))) : 0.f;
   }
   __syncthreads();
-  if (col < KP)
+  if (col < KP) {
+    float zeta = static_cast<float>(SR::zeta(start)[col]);
     for (int i = 0; i < kChunk; ++i) zeta_s[i * KP + col] = zeta += zeta_s[i * KP + col];
+  }
   __syncthreads();
-  // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps) and u_t.
+  // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps).
   for (int i = warp; i < kChunk; i += kWarps) {
-    float u[KP / 32] = {}, khat[KP / 32];
     float den = 1.f;
     if (i < n) {
-      key_directions<T, KP>(k, t0 + i, K, u, khat);
       float zq = 0.f;
 #pragma unroll
       for (int cc = 0; cc < KP / 32; ++cc) {
@@ -433,69 +504,16 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_chunk(const Params<T> p) 
       den = floored(warp_sum(zq), kStabEps);
     }
     if (lane == 0) PenaltyRecord<KP>::den(record)[i] = den;
-    store_warp_row(u_op, i, u);
   }
-  __syncthreads();
-
-  // Y = U A_sᵀ (over ζ).
-  for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
-    float acc[2][4];
-    zero(acc);
-    warp_product<T, KP>(acc, u_op, a_op, m0, n0);
-    for_each_pair(acc, m0, n0, [&](int t, int i, float x0, float x1) { store_pair(y_op, t, i, x0, x1); });
-  });
-  __syncthreads();
-  // G = Y Uᵀ.
-  for_each_strip<kChunk, kChunk, 2>([&](int m0, int n0) {
-    float acc[2][4];
-    zero(acc);
-    warp_product<T, KP>(acc, y_op, u_op, m0, n0);
-    for_each_element(acc, m0, n0, [&](int r, int j, float x) { gram_s[r * sp + j] = x; });
-  });
-  __syncthreads();
-  // K̂ over U.
-  for (int i = warp; i < kChunk; i += kWarps) {
-    float u[KP / 32], khat[KP / 32] = {};
-    if (i < n) key_directions<T, KP>(k, t0 + i, K, u, khat);
-    store_warp_row(kh_op, i, khat);
-  }
-  __syncthreads();
-  // KY = K̂ Yᵀ and KA = K̂ A_sᵀ, in registers until K̂ is read no more, then KYᵀ and KA in its words.
-  {
-    constexpr int ky_strips = kStripsPerWarp<kChunk, kChunk>, ka_strips = kStripsPerWarp<kChunk, KP>;
-    float ky[ky_strips][2][4], ka[ka_strips][2][4];
-#pragma unroll
-    for (int s = 0; s < ky_strips; ++s) {
-      zero(ky[s]);
-      warp_product<T, KP>(ky[s], kh_op, y_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
-    }
-#pragma unroll
-    for (int s = 0; s < ka_strips; ++s) {
-      zero(ka[s]);
-      warp_product<T, KP>(ka[s], kh_op, a_op, strip_m0<kChunk>(s), strip_n0<kChunk>(s));
-    }
-    __syncthreads();
-#pragma unroll
-    for (int s = 0; s < ky_strips; ++s)
-      for_each_element(ky[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
-                       [&](int t, int r, float x) { kyt_s[r * sp + t] = x; });
-#pragma unroll
-    for (int s = 0; s < ka_strips; ++s)
-      for_each_element(ka[s], strip_m0<kChunk>(s), strip_n0<kChunk>(s),
-                       [&](int t, int i, float x) { ka_s[t * wp + i] = x; });
-  }
-  __syncthreads();
 
   // The LDLᵀ of I + G as a forward substitution on [G | KYᵀ | Y], thread `col` owning one column x
   // (rows r = the chunk's tokens). Before pivot r, rows ≤ r are final: δ_r = max(1 + P_rr, stab_eps)
   // and every row i > r loses L_ir · (row r) with L_ir = P_ri/δ_r, P_ri the G part's row r.
   float x[kChunk];
-  if (col < kSolveColumns<KP>) {
+  if (col < kColumns) {
+    const float* const rhs = SR::rhs(start);
 #pragma unroll
-    for (int r = 0; r < kChunk; ++r)
-      x[r] = col < kChunk       ? gram_s[r * sp + col]
-             : col < 2 * kChunk ? kyt_s[r * sp + col - kChunk]
-                                : element(y_op, r, col - 2 * kChunk);
+    for (int r = 0; r < kChunk; ++r) x[r] = rhs[r * kColumns + col];
   }
 #pragma unroll
   for (int r = 0; r < kChunk; ++r) {
@@ -504,7 +522,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_chunk(const Params<T> p) 
     __syncthreads();
     const float delta = floored(1.f + row[r], kStabEps);
     if (col == 0) delta_s[r] = delta;
-    if (col < kSolveColumns<KP>) {
+    if (col < kColumns) {
       const float w = x[r] / delta;
 #pragma unroll
       for (int i4 = (r + 1) / 4 * 4; i4 < kChunk; i4 += 4) {
@@ -516,25 +534,42 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_chunk(const Params<T> p) 
       }
     }
   }
-  __syncthreads();  // δ complete; G, KYᵀ and Y are read no more
-  // Zᵀ (the Y part: column d of Z), and M = −(H ⊙ L) D⁻¹ (the KYᵀ part: row t of H = K̂ Zᵀ).
-  if (col >= 2 * kChunk && col < kSolveColumns<KP>) {
+  __syncthreads();  // δ complete
+  // Z (the Y part: column d of Z), and M = −(H ⊙ L) D⁻¹ (the KYᵀ part: row t of H = K̂ Zᵀ).
+  if (col >= 2 * kChunk && col < kColumns) {
 #pragma unroll
-    for (int r = 0; r < kChunk; r += 2) store_pair(zt_op, col - 2 * kChunk, r, x[r], x[r + 1]);
+    for (int r = 0; r < kChunk; ++r) z_s[r * wp + col - 2 * kChunk] = x[r];
   } else if (col >= kChunk && col < 2 * kChunk) {
     const int t = col - kChunk;
 #pragma unroll
-    for (int r = 0; r < kChunk; r += 2)
-      store_pair(m_op, t, r, r <= t ? -x[r] / delta_s[r] : 0.f, r + 1 <= t ? -x[r + 1] / delta_s[r + 1] : 0.f);
+    for (int r = 0; r < kChunk; ++r) m_s[t * mp + r] = r <= t ? -x[r] / delta_s[r] : 0.f;
   }
   __syncthreads();
-  // A_t k̂_t = (K̂ A_sᵀ)_t + (M Z)_t, in place.
-  for_each_strip<kChunk, KP, 2>([&](int m0, int n0) {
-    float acc[2][4];
-    load_strip(acc, ka_s, wp, m0, n0);
-    warp_product<T, kChunk>(acc, m_op, zt_op, m0, n0);
-    for_each_element(acc, m0, n0, [&](int t, int i, float y) { ka_s[t * wp + i] = y; });
-  });
+  // A_t k̂_t = (K̂ A_sᵀ)_t + (M Z)_t: thread rows t ∈ [ty·4, ty·4 + 4), columns i ∈ [tx·R, tx·R + R).
+  {
+    const int r0 = tile_y() * kRowsPerThread, i0 = tile_x() * R;
+    const float* const ka = SR::ka(start);
+    float acc[kRowsPerThread][R];
+#pragma unroll
+    for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+      for (int c = 0; c < R; ++c) acc[a][c] = ka[(r0 + a) * KP + i0 + c];
+    for (int r = 0; r < n; ++r) {
+      float mt[kRowsPerThread], z[R];
+#pragma unroll
+      for (int a = 0; a < kRowsPerThread; ++a) mt[a] = m_s[(r0 + a) * mp + r];
+#pragma unroll
+      for (int c = 0; c < R; ++c) z[c] = z_s[r * wp + i0 + c];
+#pragma unroll
+      for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+        for (int c = 0; c < R; ++c) acc[a][c] = fmaf(mt[a], z[c], acc[a][c]);
+    }
+#pragma unroll
+    for (int a = 0; a < kRowsPerThread; ++a)
+#pragma unroll
+      for (int c = 0; c < R; ++c) ka_s[(r0 + a) * wp + i0 + c] = acc[a][c];
+  }
   __syncthreads();
   // α̂_t = norm(A_t k̂_t), a warp per token (vla_fused.cu: sqrtf of warp_dot, then a division).
   for (int i = warp; i < kChunk; i += kWarps) {
