@@ -207,6 +207,24 @@ __device__ __forceinline__ int tile_x() { return static_cast<int>(threadIdx.x) %
 template <int KP>
 constexpr int kTile = KP / 16;  // columns (and M_c's rows) a thread of a [·][KP] tile
 
+// acc[a][c] += Σ_{j<depth} left[a·row_step + j·left_pitch] · right[j·right_pitch + c], fp32 FMAs in j order: a
+// thread's ROWS × COLS tile of a product of matrices in shared memory.
+template <int ROWS, int COLS>
+__device__ __forceinline__ void tile_product(float (&acc)[ROWS][COLS], const float* left, int row_step, int left_pitch,
+                                             const float* right, int right_pitch, int depth) {
+  for (int j = 0; j < depth; ++j) {
+    float a[ROWS], b[COLS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) a[r] = left[r * row_step + j * left_pitch];
+#pragma unroll
+    for (int c = 0; c < COLS; ++c) b[c] = right[j * right_pitch + c];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int c = 0; c < COLS; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
+  }
+}
+
 // One block per (head, chunk): the chunk's Gram Σ_t u_t u_tᵀ and Σ_t φ(k_t) to its StartRecord, in double
 // (u is fp32, so its products are exact there). u and φ(k) by the arithmetic penalty_start and penalty_chunk use.
 template <class T, int KP>
@@ -375,17 +393,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
   {
     const int s0 = ty * kRowsPerY, i0 = tx * R;
     float acc[kRowsPerY][R] = {};
-    for (int j = 0; j < K; ++j) {
-      float a[kRowsPerY], b[R];
-#pragma unroll
-      for (int r = 0; r < kRowsPerY; ++r) a[r] = rows_t[j * L::kRowPitch + s0 + r];
-#pragma unroll
-      for (int c = 0; c < R; ++c) b[c] = a_t[j * L::kAPitch + i0 + c];
-#pragma unroll
-      for (int r = 0; r < kRowsPerY; ++r)
-#pragma unroll
-        for (int c = 0; c < R; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
-    }
+    tile_product(acc, rows_t + s0, 1, L::kRowPitch, a_t + i0, L::kAPitch, K);
     float* const rhs = SR::rhs(start);
     float* const ka = SR::ka(start);
 #pragma unroll
@@ -414,17 +422,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
     const float* const right = gram ? rows_t + j0 : y_t + j0;
     const int right_pitch = gram ? L::kRowPitch : L::kYPitch;
     float acc[kRowsPerY][kCols] = {};
-    for (int i = 0; i < K; ++i) {
-      float a[kRowsPerY], b[kCols];
-#pragma unroll
-      for (int r = 0; r < kRowsPerY; ++r) a[r] = left[i * left_pitch + r];
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) b[c] = right[i * right_pitch + c];
-#pragma unroll
-      for (int r = 0; r < kRowsPerY; ++r)
-#pragma unroll
-        for (int c = 0; c < kCols; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
-    }
+    tile_product(acc, left, 1, left_pitch, right, right_pitch, K);
     float* const rhs = SR::rhs(start);
 #pragma unroll
     for (int r = 0; r < kRowsPerY; ++r)
@@ -554,17 +552,7 @@ __global__ void __launch_bounds__(kThreads, 2) penalty_chunk(const Params<T> p) 
     for (int a = 0; a < kRowsPerThread; ++a)
 #pragma unroll
       for (int c = 0; c < R; ++c) acc[a][c] = ka[(r0 + a) * KP + i0 + c];
-    for (int r = 0; r < n; ++r) {
-      float mt[kRowsPerThread], z[R];
-#pragma unroll
-      for (int a = 0; a < kRowsPerThread; ++a) mt[a] = m_s[(r0 + a) * mp + r];
-#pragma unroll
-      for (int c = 0; c < R; ++c) z[c] = z_s[r * wp + i0 + c];
-#pragma unroll
-      for (int a = 0; a < kRowsPerThread; ++a)
-#pragma unroll
-        for (int c = 0; c < R; ++c) acc[a][c] = fmaf(mt[a], z[c], acc[a][c]);
-    }
+    tile_product(acc, m_s + r0 * mp, mp, 1, z_s + i0, wp, n);
 #pragma unroll
     for (int a = 0; a < kRowsPerThread; ++a)
 #pragma unroll
