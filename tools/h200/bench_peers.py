@@ -158,6 +158,15 @@ def matmul_tflops():
     return 2 * n ** 3 / (ms * 1e-3) / 1e12
 
 
+def write_rows(path, result, rows):
+    """The rows into result, result to the JSON file, a line a row to stdout."""
+    result["rows"] = rows
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    for r in rows:
+        print(f"{r['peer']:26s} {r['kind']:17s} T={r['T']:<7d} B={r['B']:<5d} {r['ms']:.4f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -187,11 +196,7 @@ def main():
     if args.backward_only:
         import fla
         result["fla"] = getattr(fla, "__version__", "unknown")
-        result["rows"] = fla_backward_rows([2048, 8192, 32768], tuple(args.backward_peers.split(",")))
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=2)
-        for r in result["rows"]:
-            print(f"{r['peer']:22s} {r['kind']:17s} T={r['T']:<7d} {r['ms']:.4f} ms")
+        write_rows(args.out, result, fla_backward_rows([2048, 8192, 32768], tuple(args.backward_peers.split(","))))
         return
     result["copy_bandwidth_GBps"] = copy_bandwidth_gbs()
     result["bf16_matmul_TFLOPs"] = matmul_tflops()
@@ -207,27 +212,17 @@ def main():
             rows += fla_chunk_rows(chunk_T, [2048, 8192, 32768, 65536])
     except Exception as e:  # a missing or broken FLA is reported, not hidden
         result["fla_error"] = repr(e)[:300]
-    if args.chunk_gdn_only:
-        result["rows"] = rows
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=2)
-        for r in rows:
-            print(f"{r['peer']:26s} {r['kind']:8s} T={r['T']:<7d} {r['ms']:.4f} ms")
-        return
-    try:
-        rows += fla_backward_rows([2048, 8192, 32768])
-    except Exception as e:
-        result["fla_backward_error"] = repr(e)[:300]
-    rows += sdpa_rows([1 << p for p in range(10, 18)])
-    result["vla_sequential_pytorch"] = {"T": 2048, "B": B, "H": H, "D": D, "dtype": "fp32", "ms": vla_sequential_ms(2048)}
-    result["rows"] = rows
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
-    for r in rows:
-        print(f"{r['peer']:26s} {r['kind']:8s} T={r['T']:<7d} B={r['B']:<5d} {r['ms']:.4f} ms")
-    print(f"bf16 matmul {result['bf16_matmul_TFLOPs']:.0f} TFLOP/s; "
-          f"copy bandwidth {result['copy_bandwidth_GBps']:.0f} GB/s; VLA sequential PyTorch T=2048: "
-          f"{result['vla_sequential_pytorch']['ms']:.1f} ms")
+    if not args.chunk_gdn_only:
+        try:
+            rows += fla_backward_rows([2048, 8192, 32768])
+        except Exception as e:
+            result["fla_backward_error"] = repr(e)[:300]
+        rows += sdpa_rows([1 << p for p in range(10, 18)])
+        result["vla_sequential_pytorch"] = {"T": 2048, "B": B, "H": H, "D": D, "dtype": "fp32", "ms": vla_sequential_ms(2048)}
+    write_rows(args.out, result, rows)
+    print(f"bf16 matmul {result['bf16_matmul_TFLOPs']:.0f} TFLOP/s; copy bandwidth {result['copy_bandwidth_GBps']:.0f} GB/s")
+    if "vla_sequential_pytorch" in result:
+        print(f"VLA sequential PyTorch T=2048: {result['vla_sequential_pytorch']['ms']:.1f} ms")
 
 
 if __name__ == "__main__":
