@@ -8,6 +8,7 @@
 // sums are exclusive prefix sums over chunks, elementwise. Five launches (run_stages):
 //   1. summary  the chunk's own part of the first sum, per chunk, fp32 [records][KP][·]
 //   2. prefix   the first sum at each chunk start, in place: sequential over chunks, elementwise
+//               (chunk_prefix.cuh)
 //   3. cross    the chunk's part X of the cross sum, from the first sum at its start, per chunk
 //   4. prefix   the cross sum at each chunk start, in place
 //   5. output   o per chunk from both chunk-start sums and the chunk's own tokens
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "chunk_launch.cuh"
+#include "chunk_prefix.cuh"
 #include "chunk_operands.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "hla_inputs.h"
@@ -157,30 +159,6 @@ __device__ __forceinline__ void write_output_tile(const Params<T>& p, const Chun
     });
 }
 
-// x_c ← Σ_{c' < c} x_c' over the chunks of each (h, b), per element (exclusive, in place); thread e owns
-// float4 e % quads of group e / quads. Loads run BATCH chunks ahead of the running sum. (A template:
-// both chunked HLA units launch it, and a template's device code is merged at link time.)
-template <int BATCH>
-__global__ void __launch_bounds__(kThreads) exclusive_prefix(float* x, std::int64_t chunks, std::int64_t quads,
-                                                             std::int64_t groups) {
-  const std::int64_t e = std::int64_t{blockIdx.x} * kThreads + threadIdx.x;
-  if (e >= groups * quads) return;
-  float4* const base = reinterpret_cast<float4*>(x) + e / quads * chunks * quads + e % quads;
-  float4 run = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (std::int64_t c0 = 0; c0 < chunks; c0 += BATCH) {
-    float4 batch[BATCH];
-#pragma unroll
-    for (int i = 0; i < BATCH; ++i)
-      if (c0 + i < chunks) batch[i] = base[(c0 + i) * quads];
-#pragma unroll
-    for (int i = 0; i < BATCH; ++i)
-      if (c0 + i < chunks) {
-        base[(c0 + i) * quads] = run;
-        run.x += batch[i].x, run.y += batch[i].y, run.z += batch[i].z, run.w += batch[i].w;
-      }
-  }
-}
-
 // One family's three per-chunk kernels, their shared memory and the width of its first sum.
 template <class T>
 struct Stages {
@@ -207,13 +185,13 @@ Status run_stages(Params<T> p, const Stages<T>& s, cudaStream_t stream, const st
   p.rows = s.rows_workspace ? p.cross_sum + records * cross_words : nullptr;
 
   const auto blocks = static_cast<unsigned>(records);
-  const auto prefix_blocks = [&](std::int64_t words) {
-    return static_cast<unsigned>((groups * (words / 4) + kThreads - 1) / kThreads);
+  const auto prefix = [&](float* sums, std::int64_t words) {  // float4 records of words / 4, all summed
+    chunk_prefix::enqueue(reinterpret_cast<float4*>(sums), p.chunks, words / 4, words / 4, groups, stream);
   };
   s.summary<<<blocks, kThreads, s.summary_smem, stream>>>(p);
-  exclusive_prefix<8><<<prefix_blocks(first_words), kThreads, 0, stream>>>(p.first_sum, p.chunks, first_words / 4, groups);
+  prefix(p.first_sum, first_words);
   s.cross<<<blocks, kThreads, s.cross_smem, stream>>>(p);
-  exclusive_prefix<8><<<prefix_blocks(cross_words), kThreads, 0, stream>>>(p.cross_sum, p.chunks, cross_words / 4, groups);
+  prefix(p.cross_sum, cross_words);
   s.output<<<blocks, kThreads, s.output_smem, stream>>>(p);
   return finish(name, p.first_sum, stream);
 }

@@ -8,7 +8,7 @@
 // the launcher.
 //
 // Workspace (stream-ordered, freed after the last kernel: chunk_launch.cuh), per (head, chunk): the
-// StartRecord (M_c, later the penalty's products, and ζ), the PenaltyRecord (64·KP + 64 floats), the Record
+// StartRecord (ζ and the Gram sum, later the penalty's products), the PenaltyRecord (64·KP + 64 floats), the Record
 // (W, Âᵀ, U, V_new, P) and X_c as chunk_output's operand. At K = V = 128 (KP = 128), bf16/fp16: 33,024 +
 // 8,256 + 48,896 + 17,408 = 107,584 floats = 430 KB a chunk, so 1.76 GB at B = 1, H = 16, T = 16,384 (4,096
 // chunks). KP = 64 for K ≤ 64.
@@ -67,6 +67,17 @@ __host__ __device__ constexpr std::int64_t state_words(int V) {
 template <class T, int KP>
 __device__ __forceinline__ float* state_of(const Params<T>& p, int h, std::int64_t slot) {
   return p.states + (h * p.slots + slot) * state_words<T, KP>(p.V);
+}
+
+// Whole warp: row `row` of op from a warp's vector (lane holds entries lane + 32c).
+template <class T, int TERMS, int KD>
+__device__ __forceinline__ void store_warp_row(const Operand<T, TERMS, KD>& op, int row, const float (&x)[KD / 32]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int c = 0; c < KD / 32; ++c) {
+    const float next = __shfl_down_sync(0xffffffffu, x[c], 1);
+    if (lane % 2 == 0) store_pair(op, row, lane + 32 * c, x[c], next);
+  }
 }
 
 // ---- chunk_prepare ---------------------------------------------------------------------------------
@@ -290,7 +301,8 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
   if (records > 0) {
     const auto grid = static_cast<unsigned>(records);
     penalty_gram<T, KP><<<grid, kThreads, 0, stream>>>(p);
-    penalty_scan<T, KP><<<static_cast<unsigned>(p.B * p.H * kScanTiles<KP>), kThreads, 0, stream>>>(p);
+    chunk_prefix::enqueue(reinterpret_cast<double2*>(p.starts), p.chunks, StartRecord<KP>::kSummed / 2,
+                          StartRecord<KP>::kDoubles / 2, p.B * p.H, stream);
     start<<<grid, kThreads, start_smem, stream>>>(p);
     penalty<<<grid, kThreads, penalty_smem, stream>>>(p);
     prepare<<<grid, kThreads, prepare_smem, stream>>>(p);
@@ -309,7 +321,8 @@ Status launch(const LaunchArgs& args) {
   const std::int64_t chunks = (tokens + kChunk - 1) / kChunk, slots = B * chunks;
   const std::int64_t v_tiles = (v.size('V') + kTileV - 1) / kTileV;
   const std::int64_t out_tiles = (v.size('V') + kOutTileV - 1) / kOutTileV;
-  v.require_grid(std::max({H * slots * out_tiles, B * H * v_tiles, B * H * kScanTiles<128>}));  // the kernels' largest grids
+  // The kernels' largest grids (the prefix's at KP = 128, the larger).
+  v.require_grid(std::max({H * slots * out_tiles, B * H * v_tiles, chunk_prefix::blocks(B * H, StartRecord<128>::kSummed / 2)}));
   if (!v.ok()) return v.status();
   if (B * H == 0) return Status::success();  // no head: nothing to write
 

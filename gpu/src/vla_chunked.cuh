@@ -11,9 +11,10 @@
 //    M_t = λ0 I + Σ_{s≤t} u_s u_sᵀ (SPEC VLA-C4: δ = 1 + uᵀAu ≥ 1 while A is positive definite, so the
 //    floor of δ does not bind in exact arithmetic), so the A_s a chunk starts from is the inverse of a prefix sum:
 //      penalty_gram (per (head, chunk)): the chunk's Σ_t u_t u_tᵀ and Σ_t φ(k_t), in double;
-//      penalty_scan (per (b, h) and 256 entries, chunks in order): M_c = λ0 I + Σ_{c'<c} Gram_{c'} and ζ
-//                   before the chunk, exclusive prefix sums in double;
-//      penalty_start (per (head, chunk)): A_s = M_c⁻¹ by Gauss–Jordan in double, rounded once to fp32, then
+//      chunk_prefix's exclusive_prefix (per (b, h) and 256 double pairs, chunks in order): Σ_{c'<c} Gram_{c'}
+//                   and ζ before the chunk, in double;
+//      penalty_start (per (head, chunk)): M_c = λ0 I + that sum, A_s = M_c⁻¹ by Gauss–Jordan in double,
+//                   rounded once to fp32, then
 //                   Y = U A_sᵀ (row t: A_s u_t), KA = K̂ A_sᵀ (row t: A_s k̂_t), G = Y Uᵀ (G_rj = y_r·u_j), KY = K̂ Yᵀ.
 //    In double the inversion's error (about cond(M_c)·2⁻⁵³, cond(M_c) ≤ 1 + t/(λ0 K)) lies below that one
 //    rounding, and no error is carried from chunk to chunk (docs/gpu-kernels/vla.md, "Chunked").
@@ -54,6 +55,7 @@
 #include <cstdint>
 
 #include "chunk_operands.cuh"
+#include "chunk_prefix.cuh"
 #include "delta_rule_fused.cuh"  // delta_rule::TokenRows, rows_of
 #include "kernel_common.cuh"
 #include "larc/common/mechanism_constants.h"
@@ -73,7 +75,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTileV = register_state_pass::kTileV;  // value columns per state-pass block
 constexpr int kPrepTileV = 64;   // value columns per U pass of chunk_prepare
 constexpr int kOutTileV = 64;    // value columns per chunk_output block
-constexpr int kSquarePitch = kChunk + 4;  // fp32 [64][64] scratch rows (16-byte aligned, ≡ 4 mod 32)
+constexpr int kSquarePitch = kChunk + 4;  // fp32 rows of 64 in shared memory (16-byte aligned, ≡ 4 mod 32)
 constexpr float kLambda0 = 1.f;    // A_0 = I/λ0, as vla_fused.cu
 constexpr float kStabEps = float(mechanism_constants::vla_stab_eps);  // floor of δ and of the read's denominator
 
@@ -111,22 +113,20 @@ __device__ __forceinline__ float* penalty_of(const Params<T>& p, int h, std::int
 template <int KP>
 constexpr int kSolveColumns = 2 * kChunk + KP;
 
-// Where a chunk's penalty starts, per (head, chunk), in doubles: a head of max(KP², ⌈64·(kSolveColumns + KP)/2⌉)
-// then ζ [KP]. penalty_gram writes the chunk's Gram Σ_t u_t u_tᵀ [KP][KP] and Σ_t φ(k_t); penalty_scan turns them,
-// in place, into M_c (the Gram sum of the chunks before, plus λ0 I) and ζ before the chunk; penalty_start
-// inverts M_c and writes over it, as fp32, the chunk's products: the right-hand side [G | KYᵀ | Y] [64 rows]
-// [kSolveColumns] and K̂ A_sᵀ [64][KP].
+// Where a chunk's penalty starts, per (head, chunk), in doubles: ζ [KP], then M [KP][KP] (whose words, and
+// past them, penalty_start later writes the chunk's products in fp32: the right-hand side [G | KYᵀ | Y]
+// [64 rows][kSolveColumns] and K̂ A_sᵀ [64][KP]). penalty_gram writes the chunk's Σ_t φ(k_t) and Gram
+// Σ_t u_t u_tᵀ; chunk_prefix's exclusive prefix turns the first kSummed doubles, in place, into ζ before
+// the chunk and the Gram sum of the chunks before, to which penalty_start adds λ0 I: M_c.
 template <int KP>
 struct StartRecord {
+  static constexpr std::int64_t kSummed = std::int64_t{KP} + std::int64_t{KP} * KP;
   static constexpr std::int64_t kOperandFloats = std::int64_t{kChunk} * (kSolveColumns<KP> + KP);
-  static constexpr std::int64_t kHead = std::int64_t{KP} * KP > (kOperandFloats + 1) / 2 ? std::int64_t{KP} * KP
-                                                                                          : (kOperandFloats + 1) / 2;
-  static constexpr std::int64_t kDoubles = kHead + KP;
-  static constexpr int kScanEntries = KP * KP + KP;  // M_c's, then ζ's
-  static __device__ double* m(double* r) { return r; }
-  static __device__ double* zeta(double* r) { return r + kHead; }
-  static __device__ double* scan_entry(double* r, std::int64_t e) { return e < KP * KP ? r + e : zeta(r) + (e - KP * KP); }
-  static __device__ float* rhs(double* r) { return reinterpret_cast<float*>(r); }
+  static constexpr std::int64_t kDoubles = KP + (KP * KP > kOperandFloats / 2 ? KP * KP : kOperandFloats / 2);
+  static_assert(kSummed % 2 == 0 && kDoubles % 2 == 0, "the prefix runs over double2 vectors");
+  static __device__ double* zeta(double* r) { return r; }
+  static __device__ double* m(double* r) { return r + KP; }
+  static __device__ float* rhs(double* r) { return reinterpret_cast<float*>(m(r)); }
   static __device__ float* ka(double* r) { return rhs(r) + std::int64_t{kChunk} * kSolveColumns<KP>; }
 };
 template <class T, int KP>
@@ -184,17 +184,6 @@ __device__ __forceinline__ void key_directions(const TokenRows<const T>& k, std:
     const bool in = lane + 32 * c < K;
     u[c] = in ? inv_sqrt_k * (raw[c] / k_norm) : 0.f;
     khat[c] = in ? phi[c] / phi_norm : 0.f;
-  }
-}
-
-// Whole warp: row `row` of op from a warp's vector (lane holds entries lane + 32c).
-template <class T, int TERMS, int KD>
-__device__ __forceinline__ void store_warp_row(const Operand<T, TERMS, KD>& op, int row, const float (&x)[KD / 32]) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int c = 0; c < KD / 32; ++c) {
-    const float next = __shfl_down_sync(0xffffffffu, x[c], 1);
-    if (lane % 2 == 0) store_pair(op, row, lane + 32 * c, x[c], next);
   }
 }
 
@@ -270,47 +259,19 @@ __global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
     for (int c = 0; c < R; ++c) StartRecord<KP>::m(start)[(i0 + r) * KP + j0 + c] = g[r][c];
 }
 
-// Exclusive prefix sums over a head's chunks, in order, in place: M_c = λ0 I_K + Σ_{c'<c} Gram_{c'} and
-// ζ before chunk c. One block per (b, h, kThreads of StartRecord's scan entries), a thread an entry; the
-// chunks' values are read kScanBatch at a time so that the loads overlap.
-constexpr int kScanBatch = 8;
-template <int KP>
-constexpr std::int64_t kScanTiles = (StartRecord<KP>::kScanEntries + kThreads - 1) / kThreads;
-template <class T, int KP>
-__global__ void __launch_bounds__(kThreads) penalty_scan(const Params<T> p) {
-  const std::int64_t e = blockIdx.x % kScanTiles<KP> * kThreads + threadIdx.x;
-  const std::int64_t bh = blockIdx.x / kScanTiles<KP>;
-  const int h = static_cast<int>(bh % p.H);
-  if (e >= StartRecord<KP>::kScanEntries) return;
-  const bool diagonal = e < KP * KP && e / KP == e % KP && e / KP < p.K;
-  double sum = diagonal ? static_cast<double>(kLambda0) : 0.;
-  double* const first = StartRecord<KP>::scan_entry(start_of<T, KP>(p, h, bh / p.H * p.chunks), e);
-  for (std::int64_t c0 = 0; c0 < p.chunks; c0 += kScanBatch) {
-    double x[kScanBatch];
-#pragma unroll
-    for (int j = 0; j < kScanBatch; ++j)
-      if (c0 + j < p.chunks) x[j] = first[(c0 + j) * StartRecord<KP>::kDoubles];
-#pragma unroll
-    for (int j = 0; j < kScanBatch; ++j)
-      if (c0 + j < p.chunks) {
-        first[(c0 + j) * StartRecord<KP>::kDoubles] = sum;
-        sum += x[j];
-      }
-  }
-}
-
 // ---- penalty_start ---------------------------------------------------------------------------------
 // Shared memory (floats): Uᵀ and K̂ᵀ [KP rows][128 (+4)] (column t < 64: u_t, 64 + t: k̂_t), A_sᵀ [KP][KP (+4)]
 // and Yᵀ [KP][64 (+4)]; the pivot's row and column are static. 166 KB at KP = 128; one block an SM.
 template <int KP>
 struct StartLayout {
-  static constexpr int kRowPitch = 2 * kChunk + 4, kAPitch = KP + 4, kYPitch = kChunk + 4;
+  static constexpr int kRowPitch = 2 * kChunk + 4, kAPitch = KP + 4, kYPitch = kSquarePitch;
   static constexpr int kRowsT = 0, kAT = KP * kRowPitch, kYT = kAT + KP * kAPitch;
   static constexpr int kWords = kYT + KP * kYPitch;
 };
 
 // One block per (head, chunk):
-//   A_s = M_c⁻¹ by Gauss–Jordan elimination in place, in double, M_c held in the block's registers (a
+//   M_c = λ0 I + the Gram sum before the chunk, and A_s = M_c⁻¹ by Gauss–Jordan elimination in place, in
+//   double, M_c held in the block's registers (a
 //   thread R × R of it). M_c is symmetric positive definite (λ0 > 0), so its pivots are positive and need
 //   no pivoting. Pivot p: row p becomes M_pj/M_pp (its own entry 1/M_pp), every other row i loses M_ip
 //   times it (its entry in column p becomes −M_ip/M_pp). Rows and columns ≥ K are zero and stay so.
@@ -341,7 +302,10 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int c = 0; c < R; ++c) m[r][c] = SR::m(start)[(i0 + r) * KP + j0 + c];
+      for (int c = 0; c < R; ++c) {
+        const bool diagonal = i0 + r == j0 + c && i0 + r < K;  // M_c = λ0 I_K + the Grams of the chunks before
+        m[r][c] = SR::m(start)[(i0 + r) * KP + j0 + c] + (diagonal ? static_cast<double>(kLambda0) : 0.);
+      }
   }
   for (int i = threadIdx.x / 32; i < kChunk; i += kWarps) {  // u_t and k̂_t, zero past n
     float u[KP / 32] = {}, khat[KP / 32] = {};
@@ -442,21 +406,21 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
 // Zᵀ's rows Z [64][KP (+4)], the pivot rows [2][64] and δ [64]. 84 KB at KP = 128: two blocks an SM.
 template <int KP>
 struct ChunkLayout {
-  static constexpr int kWidePitch = KP + 4, kMPitch = kChunk + 4;
+  static constexpr int kWidePitch = KP + 4;
   static constexpr int kZeta = 0, kKa = 0;
   static constexpr int kM = kChunk * kWidePitch;
-  static constexpr int kZ = kM + kChunk * kMPitch;
+  static constexpr int kZ = kM + kChunk * kSquarePitch;
   static constexpr int kPivots = kZ + kChunk * kWidePitch;
   static constexpr int kWords = kPivots + 3 * kChunk;
   static_assert(kChunk * KP <= kM, "ζ_t within A_t k̂_t's words");
 };
 
-// One block per (head, chunk), from penalty_start's products and ζ before the chunk (penalty_scan).
+// One block per (head, chunk), from penalty_start's products and ζ before the chunk (the exclusive prefix).
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads, 2) penalty_chunk(const Params<T> p) {
   using L = ChunkLayout<KP>;
   using SR = StartRecord<KP>;
-  constexpr int R = kTile<KP>, kRowsPerThread = kChunk / 16, wp = L::kWidePitch, mp = L::kMPitch;
+  constexpr int R = kTile<KP>, kRowsPerThread = kChunk / 16, wp = L::kWidePitch, mp = kSquarePitch;
   constexpr int kColumns = kSolveColumns<KP>;
   static_assert(kColumns <= kThreads);
   extern __shared__ float4 smem_vec[];
