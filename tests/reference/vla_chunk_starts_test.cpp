@@ -38,7 +38,7 @@ Mat<double> keys(Eigen::Index tokens, Eigen::Index dk, double collinearity, std:
   return k;
 }
 
-// M⁻¹ by Gauss–Jordan elimination in place without pivoting, as penalty_inverse does it (M symmetric
+// M⁻¹ by Gauss–Jordan elimination in place without pivoting, as penalty_start does it (M symmetric
 // positive definite), in S.
 template <class S>
 Mat<S> gauss_jordan_inverse(Mat<S> m) {
@@ -57,21 +57,22 @@ Mat<S> gauss_jordan_inverse(Mat<S> m) {
 }
 
 // α̂ (rows) with every chunk's blocked steps in float from A_s: A carried from the chunk before (the
-// chunked form), or the kernel's start: M_c, its Grams summed from fp32 u in Inv, inverted in Inv.
-
+// chunked form), or the kernel's start: the Grams of fp32 u summed in Inv, λ0 I added (M_c), inverted in Inv.
 template <class Inv>
 Mat<float> alpha_from_starts(const vla::Problem<float>& p, bool carried) {
   const Eigen::Index tokens = p.T(), dk = p.dk();
   const Mat<float> phi_k = linear_attention::feature_rows(p.opt.feature, p.k);
   Mat<float> alpha(tokens, dk), a_carried = Mat<float>::Identity(dk, dk) / p.opt.lambda0;
-  Mat<Inv> gram_sum = Mat<Inv>::Identity(dk, dk) * static_cast<Inv>(p.opt.lambda0);
+  Mat<Inv> gram_sum = Mat<Inv>::Zero(dk, dk);
+  const Mat<Inv> lambda0_identity = Mat<Inv>::Identity(dk, dk) * static_cast<Inv>(p.opt.lambda0);
   for (Eigen::Index c0 = 0; c0 < tokens; c0 += kChunk) {
     const Eigen::Index n = std::min(kChunk, tokens - c0);
     const Mat<float> u = p.u.middleRows(c0, n);
     Mat<float> khat(n, dk);
     for (Eigen::Index t = 0; t < n; ++t)
       khat.row(t) = vla::key_direction(p.opt, Vec<float>(phi_k.row(c0 + t).transpose())).transpose();
-    const Mat<float> a_start = carried ? a_carried : Mat<float>(gauss_jordan_inverse(gram_sum).template cast<float>());
+    const Mat<float> a_start =
+        carried ? a_carried : Mat<float>(gauss_jordan_inverse(Mat<Inv>(gram_sum + lambda0_identity)).template cast<float>());
     vla::PenaltyChunk<float> pen = vla::penalty_chunk(p.opt, a_start, u, khat, c0 + 1);
     alpha.middleRows(c0, n) = pen.alpha_hat;
     a_carried = std::move(pen.a_end);
