@@ -271,9 +271,8 @@ struct StartLayout {
 
 // One block per (head, chunk):
 //   M_c = λ0 I + the Gram sum before the chunk, and A_s = M_c⁻¹ by Gauss–Jordan elimination in place, in
-//   double, M_c held in the block's registers (a
-//   thread R × R of it). M_c is symmetric positive definite (λ0 > 0), so its pivots are positive and need
-//   no pivoting. Pivot p: row p becomes M_pj/M_pp (its own entry 1/M_pp), every other row i loses M_ip
+//   double, M_c held in the block's registers (a thread R × R of it). M_c is symmetric positive definite
+//   (λ0 > 0), so its pivots are positive and need no pivoting. Pivot p: row p becomes M_pj/M_pp (its own entry 1/M_pp), every other row i loses M_ip
 //   times it (its entry in column p becomes −M_ip/M_pp). Rows and columns ≥ K are zero and stay so.
 //   A_s is rounded once, to fp32.
 //   Then the chunk's products with A_s, in fp32 (one FMA a term, as the float forms multiply):
@@ -293,20 +292,18 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
   __shared__ double row_s[2][KP], column_s[2][KP];  // the pivot's, by pivot parity: one barrier a pivot
   const Chunk ch = chunk_of(p, blockIdx.x);
   const int K = p.K, n = ch.n, ty = tile_y(), tx = tile_x(), lane = threadIdx.x % 32;
+  const int i0 = ty * R, j0 = tx * R;  // this thread's rows and columns of M_c
   const TokenRows<const T> k = rows_of(p.k, ch.b, ch.h);
   double* const start = start_of<T, KP>(p, ch.h, ch.slot);
 
   double m[R][R];
-  {
-    const int i0 = ty * R, j0 = tx * R;
 #pragma unroll
-    for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int c = 0; c < R; ++c) {
-        const bool diagonal = i0 + r == j0 + c && i0 + r < K;  // M_c = λ0 I_K + the Grams of the chunks before
-        m[r][c] = SR::m(start)[(i0 + r) * KP + j0 + c] + (diagonal ? static_cast<double>(kLambda0) : 0.);
-      }
-  }
+    for (int c = 0; c < R; ++c) {
+      const bool diagonal = i0 + r == j0 + c && i0 + r < K;  // M_c = λ0 I_K + the Grams of the chunks before
+      m[r][c] = SR::m(start)[(i0 + r) * KP + j0 + c] + (diagonal ? static_cast<double>(kLambda0) : 0.);
+    }
   for (int i = threadIdx.x / 32; i < kChunk; i += kWarps) {  // u_t and k̂_t, zero past n
     float u[KP / 32] = {}, khat[KP / 32] = {};
     if (i < n) key_directions<T, KP>(k, ch.t0 + i, K, u, khat);
@@ -317,54 +314,51 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
     }
   }
 
-  {
-    const int i0 = ty * R, j0 = tx * R;
-    for (int piv = 0; piv < K; ++piv) {
-      double* const row = row_s[piv % 2];
-      double* const column = column_s[piv % 2];
+  for (int piv = 0; piv < K; ++piv) {
+    double* const row = row_s[piv % 2];
+    double* const column = column_s[piv % 2];
 #pragma unroll
-      for (int r = 0; r < R; ++r)
-        if (i0 + r == piv)
+    for (int r = 0; r < R; ++r)
+      if (i0 + r == piv)
 #pragma unroll
-          for (int c = 0; c < R; ++c) row[j0 + c] = m[r][c];
+        for (int c = 0; c < R; ++c) row[j0 + c] = m[r][c];
 #pragma unroll
-      for (int c = 0; c < R; ++c)
-        if (j0 + c == piv)
+    for (int c = 0; c < R; ++c)
+      if (j0 + c == piv)
 #pragma unroll
-          for (int r = 0; r < R; ++r) column[i0 + r] = m[r][c];
-      __syncthreads();
-      const double inverse = 1. / row[piv];
-      double scaled[R], factor[R];
+        for (int r = 0; r < R; ++r) column[i0 + r] = m[r][c];
+    __syncthreads();
+    const double inverse = 1. / row[piv];
+    double scaled[R], factor[R];
 #pragma unroll
-      for (int c = 0; c < R; ++c) scaled[c] = (j0 + c == piv ? 1. : row[j0 + c]) * inverse;
+    for (int c = 0; c < R; ++c) scaled[c] = (j0 + c == piv ? 1. : row[j0 + c]) * inverse;
 #pragma unroll
-      for (int r = 0; r < R; ++r) factor[r] = i0 + r == piv ? 0. : column[i0 + r];
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int c = 0; c < R; ++c)
-          m[r][c] = i0 + r == piv ? scaled[c] : fma(-factor[r], scaled[c], j0 + c == piv ? 0. : m[r][c]);
-    }
+    for (int r = 0; r < R; ++r) factor[r] = i0 + r == piv ? 0. : column[i0 + r];
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int c = 0; c < R; ++c)
-        a_t[(j0 + c) * L::kAPitch + i0 + r] = i0 + r < K && j0 + c < K ? static_cast<float>(m[r][c]) : 0.f;
+        m[r][c] = i0 + r == piv ? scaled[c] : fma(-factor[r], scaled[c], j0 + c == piv ? 0. : m[r][c]);
   }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int c = 0; c < R; ++c)
+      a_t[(j0 + c) * L::kAPitch + i0 + r] = i0 + r < K && j0 + c < K ? static_cast<float>(m[r][c]) : 0.f;
   __syncthreads();  // A_sᵀ and the rows complete; every tile of M_c read, so its words may be written
 
-  // [Y; K̂ A_sᵀ]: thread rows s ∈ [ty·8, ty·8 + 8) of the 128 stacked rows, columns i ∈ [tx·R, tx·R + R).
+  // [Y; K̂ A_sᵀ]: thread rows s ∈ [ty·8, ty·8 + 8) of the 128 stacked rows, columns i ∈ [j0, j0 + R).
   {
-    const int s0 = ty * kRowsPerY, i0 = tx * R;
+    const int s0 = ty * kRowsPerY;
     float acc[kRowsPerY][R] = {};
-    tile_product(acc, rows_t + s0, 1, L::kRowPitch, a_t + i0, L::kAPitch, K);
+    tile_product(acc, rows_t + s0, 1, L::kRowPitch, a_t + j0, L::kAPitch, K);
     float* const rhs = SR::rhs(start);
     float* const ka = SR::ka(start);
 #pragma unroll
     for (int r = 0; r < kRowsPerY; ++r)
 #pragma unroll
       for (int c = 0; c < R; ++c) {
-        const int s = s0 + r, i = i0 + c;
+        const int s = s0 + r, i = j0 + c;
         if (s < kChunk) {
           y_t[i * L::kYPitch + s] = acc[r][c];
           rhs[s * kColumns + 2 * kChunk + i] = acc[r][c];
