@@ -29,7 +29,7 @@ struct SummaryLayout {
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) ahla_summary(const Params<T> p) {
   using L = SummaryLayout<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto kt_op = operand_at<T, kIn<T>, kChunk>(words, KP);
   const auto wt_op = operand_at<T, kIn<T>, kChunk>(words + L::kKt, kTile);
@@ -63,7 +63,7 @@ struct CrossLayout {
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) ahla_cross(const Params<T> p) {
   using L = CrossLayout<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto q_op = operand_at<T, kIn<T>, KP>(words, kChunk);
   const auto k_op = operand_at<T, kIn<T>, KP>(words + L::kQ, kChunk);
@@ -119,7 +119,7 @@ struct OutputLayout {
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) ahla_output(const Params<T> p) {
   using L = OutputLayout<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto q_op = operand_at<T, kIn<T>, KP>(words, kChunk);
   const auto k_op = operand_at<T, kIn<T>, KP>(words + L::kQ, kChunk);

@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kBlockThreads) ccq_fused_recurrent(const CcqPa
     C.set_diagonal(0.f, K);
     for (std::int64_t t = 0; t < p.tokens; ++t) {
       __syncthreads();  // the previous token's key is read by everyone
-      if (threadIdx.x < KMAX) sh.key[0][threadIdx.x] = threadIdx.x < K ? to_float(*p.k.at(at.b, t, at.h, threadIdx.x)) : 0.f;
+      if (threadIdx.x < KMAX) sh.key[0][threadIdx.x] = static_cast<int>(threadIdx.x) < K ? to_float(*p.k.at(at.b, t, at.h, threadIdx.x)) : 0.f;
       __syncthreads();
       C.add_outer(sh.key[0][C.row], sh.key[0]);
     }
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(kBlockThreads) ccq_fused_recurrent(const CcqPa
   if (p.final_key_sum.data != nullptr && threadIdx.x < 32) {
 #pragma unroll
     for (int c = 0; c < KMAX / 32; ++c)
-      if (threadIdx.x + 32 * c < K) *p.final_key_sum.at(at.b, at.h, threadIdx.x + 32 * c) = keys.sum[c];
+      if (static_cast<int>(threadIdx.x) + 32 * c < K) *p.final_key_sum.at(at.b, at.h, threadIdx.x + 32 * c) = keys.sum[c];
   }
 }
 
@@ -250,7 +250,7 @@ Status launch(const LaunchArgs& args) {
       p.K = static_cast<int>(v.size('K'));
       p.tiles = static_cast<int>(tiles);
       p.scale = scale;
-      ccq_fused_recurrent<BB, T, KMAX><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream_of(args)>>>(p);
+      launch_kernel(ccq_fused_recurrent<BB, T, KMAX>, static_cast<unsigned>(blocks), kBlockThreads, 0, stream_of(args), p);
     });
   });
   return launch_status(name);

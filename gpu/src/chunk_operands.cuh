@@ -80,13 +80,6 @@ __device__ __forceinline__ void split_pair(float first, float second, std::uint3
   }
 }
 
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // acc += A · B for one m16n8k16 block from bf16 term fragments: the term pairs (i, j) with i + j ≤ 2
 // (the rest is below 2^-24 relative) into two zeroed fragments — hi·hi alone, the corrections smallest
 // first — added to acc in fp32 (round to nearest): the tensor cores' own accumulation truncates, so a
@@ -349,16 +342,6 @@ __device__ __forceinline__ void copy_rows(const Operand<T, TERMS, KD>& dst, cons
   }
 }
 
-__device__ __forceinline__ void copy_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait_async() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 // `words` (a multiple of 4) from global to shared memory by cp.async; THREADS: the block's.
 template <int THREADS = kBlockThreads>
 __device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {

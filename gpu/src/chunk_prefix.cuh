@@ -47,7 +47,7 @@ inline std::int64_t blocks(std::int64_t groups, std::int64_t width) { return (gr
 
 template <class Vec>
 void enqueue(Vec* x, std::int64_t chunks, std::int64_t width, std::int64_t record, std::int64_t groups, cudaStream_t stream) {
-  exclusive_prefix<Vec><<<static_cast<unsigned>(blocks(groups, width)), kBlockThreads, 0, stream>>>(x, chunks, width, record, groups);
+  launch_kernel(exclusive_prefix<Vec>, static_cast<unsigned>(blocks(groups, width)), kBlockThreads, 0, stream, x, chunks, width, record, groups);
 }
 
 }  // namespace larc::gpu::detail::chunk_prefix

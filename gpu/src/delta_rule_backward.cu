@@ -51,10 +51,10 @@ Status enqueue(Params<T> p, const std::string& name, cudaStream_t stream) {
   p.checkpoints = workspace;
   p.rows = workspace + checkpoint_floats;
   p.scalars = p.rows + row_floats;
-  recurrence<<<static_cast<unsigned>(p.sequences * p.H * p.tiles), kThreads, smem, stream>>>(p);
+  launch_kernel(recurrence, static_cast<unsigned>(p.sequences * p.H * p.tiles), kThreads, smem, stream, p);
   if (packed > 0) {
     const int threads = (std::max(p.K, p.group) + 31) / 32 * 32;
-    finalize_gradients<Pol, T><<<static_cast<unsigned>(packed * (p.H / p.group)), threads, sizeof(float) * p.group, stream>>>(p);
+    launch_kernel(finalize_gradients<Pol, T>, static_cast<unsigned>(packed * (p.H / p.group)), threads, sizeof(float) * p.group, stream, p);
   }
   return finish(name, workspace, stream);
 }

@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p
   using G = Geo<KMAX>;
   using L = Layout<Pol, KMAX>;
   constexpr int R = G::rows, C = L::C;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const smem = reinterpret_cast<float*>(smem_vec);
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -390,7 +390,7 @@ __global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p
 // every gradient there is written as zero.
 template <class Pol, class T>
 __global__ void finalize_gradients(const Params<T> p) {
-  extern __shared__ float key_norm_gain[];  // per value head of the group: KLA's −2β dβ/(‖k‖² + ε)
+  float* const key_norm_gain = dynamic_shared<float>();  // per value head of the group: KLA's −2β dβ/(‖k‖² + ε)
   const std::int64_t packed_tokens = packed_token_count(p);
   const int Hq = p.H / p.group;
   const std::int64_t packed = blockIdx.x / Hq;
@@ -417,7 +417,7 @@ __global__ void finalize_gradients(const Params<T> p) {
     return tail ? 0.f : s;
   };
   const TokenRows<const T> k = delta_rule::rows_of(p.k, b, hq);
-  if (threadIdx.x < p.group) {
+  if (static_cast<int>(threadIdx.x) < p.group) {
     const int h = hq * p.group + static_cast<int>(threadIdx.x);
     float gain = 0.f;
     if constexpr (Pol::delta) {

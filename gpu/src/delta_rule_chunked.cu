@@ -74,11 +74,11 @@ Status enqueue_states(const Params<T>& p, cudaStream_t stream, const std::string
     m.sequences = p.sequences;
     m.tokens = p.tokens;
     m.first_slot = const_cast<std::int64_t*>(p.first_slot);
-    chunk_map<kMapThreads><<<1, kMapThreads, 0, stream>>>(m);
+    launch_kernel(chunk_map<kMapThreads>, 1, kMapThreads, 0, stream, m);
   }
   const std::int64_t records = p.H * p.slots;
-  if (records > 0) prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(p);
-  pass<<<static_cast<unsigned>(p.sequences * p.H * p.v_tiles), pass_threads, pass_smem, stream>>>(p);
+  if (records > 0) launch_kernel(prepare, static_cast<unsigned>(records), kThreads, prepare_smem, stream, p);
+  launch_kernel(pass, static_cast<unsigned>(p.sequences * p.H * p.v_tiles), pass_threads, pass_smem, stream, p);
   return Status::success();
 }
 
@@ -112,7 +112,7 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     return st;
   }
   const std::int64_t records = p.H * p.slots;
-  if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
+  if (records > 0) launch_kernel(output, static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream, p);
   return finish(name, workspace, stream);
 }
 

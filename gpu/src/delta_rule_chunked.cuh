@@ -365,7 +365,7 @@ __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_prepare(con
   // K and V exact, round once fewer, yet at ST = 1 make the final state's error a heavy-tailed draw against
   // the baseline's (docs/gpu-kernels/delta-rule.md "The io grade").
   constexpr bool io = kIoGrade<T, ST>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   const ChunkDecays decays(reinterpret_cast<float*>(smem_vec));
   float* const beta_s = reinterpret_cast<float*>(smem_vec) + ChunkDecays::kWords;  // β (0 past n)
   float* const gamma_s = beta_s + kChunk;                            // γ (0 past n)
@@ -548,7 +548,7 @@ template <class T, int KP, int ST = kStateTerms, int OT = kOutputTerms>
 __global__ void __launch_bounds__(register_state_pass::kThreads, 1) register_pass(const Params<T> p) {
   namespace rs = register_state_pass;
   using R = Record<T, KP, ST, OT>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   PassBlock pb;
   if (!pass_block<rs::kThreads, KP>(p, pb)) return;
   const int K = p.K, V = p.V;
@@ -576,7 +576,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
   using L = PassLayout<T, KP>;
   using R = Record<T, KP>;
   constexpr int sp = kTileV + 4;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const w_words = reinterpret_cast<float*>(smem_vec);
   float* const kt_words = L::kShared ? w_words : w_words + L::kW;
   float* const u_s = w_words + L::kBuffers;  // U, then V_new [64][sp], this block's columns
@@ -693,7 +693,7 @@ template <class T, int KP, int ST = kStateTerms, int OT = kOutputTerms>
 __global__ void __launch_bounds__(kThreads, KP <= 128 ? 2 : 1) chunk_output(const Params<T> p) {
   using L = OutputLayout<T, KP, OT>;
   using R = Record<T, KP, ST, OT>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const q_words = reinterpret_cast<float*>(smem_vec);
   const auto q_op = operand_at<T, kInputTerms<T>, KP>(q_words, kChunk);
   const auto s_op = operand_at<T, OT, KP>(q_words + L::kQ, kOutTileV);

@@ -98,18 +98,18 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
     return st;
   }
   const auto grid = [](std::int64_t blocks) { return static_cast<unsigned>(blocks); };
-  if (records > 0) prepare<<<grid(records), kThreads, prepare_smem, stream>>>(p);
-  pass<<<grid(f.sequences * f.H * f.v_tiles), kThreads, pass_smem, stream>>>(p);
+  if (records > 0) launch_kernel(prepare, grid(records), kThreads, prepare_smem, stream, p);
+  launch_kernel(pass, grid(f.sequences * f.H * f.v_tiles), kThreads, pass_smem, stream, p);
   if (records > 0) {
-    reductions<<<grid(records * p.key_tiles), kThreads, reductions_smem, stream>>>(p);
-    gradients<<<grid(records), kThreads, gradients_smem, stream>>>(p);
-    if (p.dqk_parts != nullptr) sum_value_head_groups<T><<<grid(f.H / f.group * f.slots), kThreads, 0, stream>>>(p);
-    values<<<grid(records * f.out_tiles), kThreads, values_smem, stream>>>(p);
-    decays<<<grid(records), kThreads, 0, stream>>>(p);
+    launch_kernel(reductions, grid(records * p.key_tiles), kThreads, reductions_smem, stream, p);
+    launch_kernel(gradients, grid(records), kThreads, gradients_smem, stream, p);
+    if (p.dqk_parts != nullptr) launch_kernel(sum_value_head_groups<T>, grid(f.H / f.group * f.slots), kThreads, 0, stream, p);
+    launch_kernel(values, grid(records * f.out_tiles), kThreads, values_smem, stream, p);
+    launch_kernel(decays, grid(records), kThreads, 0, stream, p);
   }
   if (f.cu_seqlens != nullptr && f.tokens > 0) {
     const std::int64_t tail_blocks = std::min(f.tokens, kTailBlocks);
-    zero_outside_sequences<T><<<grid(tail_blocks), kThreads, 0, stream>>>(p);
+    launch_kernel(zero_outside_sequences<T>, grid(tail_blocks), kThreads, 0, stream, p);
   }
   return finish(name, workspace, stream);
 }

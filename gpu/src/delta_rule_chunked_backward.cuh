@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kThreads) backward_prepare(const Params<T> p) 
   using L = PrepareLayout<T, KP>;
   using R = Record<T, KP>;
   using Acc = std::conditional_t<kMma<T>, float, double>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const ChunkDecays decays(words);
   float* const gate_s = words + ChunkDecays::kWords;
@@ -327,7 +327,7 @@ __global__ void __launch_bounds__(kThreads, 1) reverse_state_pass(const Params<T
   using R = Record<T, KP>;
   constexpr int sp = L::kPitchV;
   constexpr int kStrips = KP / 16, kPerWarp = (kStrips + kWarps - 1) / kWarps;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const a_words = reinterpret_cast<float*>(smem_vec);
   const auto key_rows_op = operand_at<T, TERMS, KP>(a_words, kChunk);
   const auto p_t_op = operand_at<T, TERMS, kChunk>(a_words + O::kKt, kChunk);
@@ -443,7 +443,7 @@ struct SumLayout {
 template <class T, int TERMS, int KP>
 __global__ void __launch_bounds__(kThreads) value_reductions(const Params<T> p) {
   using L = SumLayout<T, TERMS>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto do_op = operand_at<T, kInputTerms<T>, kSumTileV>(words, kChunk);
   const auto v_op = operand_at<T, kInputTerms<T>, kSumTileV>(words + L::kIn, kChunk);
@@ -517,7 +517,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_gradients(const Params<T> p
   using L = GradientLayout<T, TERMS>;
   using R = Record<T, KP>;
   constexpr int in = kInputTerms<T>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const ChunkDecays decays(words);
   float* const gate_s = words + ChunkDecays::kWords;
@@ -745,7 +745,7 @@ template <class T, int TERMS, int KP>
 __global__ void __launch_bounds__(kThreads, 1) value_gradients(const Params<T> p) {
   using L = ValueLayout<T, TERMS>;
   using R = Record<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto rt_op = operand_at<T, TERMS, kChunk>(words, kChunk);
   const auto dvn_op = operand_at<T, TERMS, kChunk>(words + L::kMid, kOutTileV);
@@ -844,7 +844,7 @@ __global__ void __launch_bounds__(kThreads) decay_gradients(const Params<T> p) {
   partial[1][threadIdx.x] = end;
   __syncthreads();
   for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
+    if (static_cast<int>(threadIdx.x) < half) {
       partial[0][threadIdx.x] += partial[0][threadIdx.x + half];
       partial[1][threadIdx.x] += partial[1][threadIdx.x + half];
     }

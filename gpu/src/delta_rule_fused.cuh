@@ -302,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocksPerSm<KMAX, DEP>)) fused_
   constexpr int R = G::rows;
   constexpr bool programmatic = DEP == Dependency::programmatic;
   static_assert(!programmatic || CHUNK == 1, "programmatic launches are decode steps");
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const smem = reinterpret_cast<float*>(smem_vec);
   if constexpr (programmatic) cudaTriggerProgrammaticLaunchCompletion();  // scheduling only: see Dependency
 

@@ -49,7 +49,7 @@ cudaError_t enqueue(Params<T> p, std::int64_t sequences, cudaStream_t stream, bo
     config.numAttrs = dependent ? 1 : 0;
     return cudaLaunchKernelEx(&config, kernel, p);
   } else {
-    kernel<<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(p);
+    launch_kernel(kernel, static_cast<unsigned>(blocks), kThreads, smem, stream, p);
     return cudaSuccess;
   }
 }

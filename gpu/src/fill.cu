@@ -41,7 +41,8 @@ Status fill_uniform(const TensorView& t, float lo, float hi, std::uint64_t seed,
   const int blocks = static_cast<int>(std::min<std::int64_t>((n + 255) / 256, 65536));
   detail::dispatch_float(t.dtype, [&](auto tag) {
     using T = decltype(tag);
-    fill_uniform_kernel<T><<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<T*>(t.data), n, lo, hi, seed);
+    detail::launch_kernel(fill_uniform_kernel<T>, blocks, 256, 0, static_cast<cudaStream_t>(stream), static_cast<T*>(t.data), n,
+                          lo, hi, seed);
   });
   return detail::launch_status("fill_uniform");
 }

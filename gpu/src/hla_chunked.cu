@@ -25,7 +25,7 @@ constexpr int kIn = kInputTerms<T>;
 // ---- summary: S_b = Kᵀ K ---------------------------------------------------------------------------
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) second_summary(const Params<T> p) {
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   const auto kt_op = operand_at<T, kIn<T>, kChunk>(smem_vec, KP);
   const Chunk ch = chunk_of(p);
   const ChunkInputs<T> in = inputs_of(p, ch);
@@ -60,7 +60,7 @@ struct CrossLayout {
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) second_cross(const Params<T> p) {
   using L = CrossLayout<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto q_op = operand_at<T, kIn<T>, KP>(words, kChunk);
   const auto kt_op = operand_at<T, kIn<T>, kChunk>(words + L::kQ, KP);
@@ -126,7 +126,7 @@ struct OutputLayout {
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) second_output(const Params<T> p) {
   using L = OutputLayout<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto q_op = operand_at<T, kIn<T>, KP>(words, kChunk);
   const auto k_op = operand_at<T, kIn<T>, KP>(words + L::kQ, kChunk);

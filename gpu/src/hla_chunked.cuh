@@ -188,11 +188,11 @@ Status run_stages(Params<T> p, const Stages<T>& s, cudaStream_t stream, const st
   const auto prefix = [&](float* sums, std::int64_t words) {  // float4 records of words / 4, all summed
     chunk_prefix::enqueue(reinterpret_cast<float4*>(sums), p.chunks, words / 4, words / 4, groups, stream);
   };
-  s.summary<<<blocks, kThreads, s.summary_smem, stream>>>(p);
+  launch_kernel(s.summary, blocks, kThreads, s.summary_smem, stream, p);
   prefix(p.first_sum, first_words);
-  s.cross<<<blocks, kThreads, s.cross_smem, stream>>>(p);
+  launch_kernel(s.cross, blocks, kThreads, s.cross_smem, stream, p);
   prefix(p.cross_sum, cross_words);
-  s.output<<<blocks, kThreads, s.output_smem, stream>>>(p);
+  launch_kernel(s.output, blocks, kThreads, s.output_smem, stream, p);
   return finish(name, p.first_sum, stream);
 }
 

@@ -144,11 +144,11 @@ __global__ void __launch_bounds__(kThreads, 1) hla_second_order_fused_recurrent(
     if (t + 1 < p.T_len) next.load(p.q, p.k, p.v, tile, t + 1, p.K);
     __syncthreads();
 
-    float kr[RW], qr[RW], kc[CL], qc[CL];
+    float kr[RW], qr[RW], kc[CL];
 #pragma unroll
     for (int r = 0; r < RW; ++r) kr[r] = k_s[row0 + r], qr[r] = q_s[row0 + r];
 #pragma unroll
-    for (int m = 0; m < CL; ++m) kc[m] = k_s[lane + 32 * m], qc[m] = q_s[lane + 32 * m];
+    for (int m = 0; m < CL; ++m) kc[m] = k_s[lane + 32 * m];
     const float w = w_s[lane];
     float a = 0.0f;  // (kᵀ C_{t−1})_j over the warp's rows: G's update reads the previous C
 #pragma unroll
@@ -246,8 +246,8 @@ enum class HlaRecurrence { second_order, ahla };
 
 template <typename T, int KMAX>
 void enqueue(HlaRecurrence r, const KernelArgs<T>& p, unsigned blocks, cudaStream_t stream) {
-  if (r == HlaRecurrence::second_order) hla_second_order_fused_recurrent<T, KMAX><<<blocks, kThreads, 0, stream>>>(p);
-  else ahla_fused_recurrent<T, KMAX><<<blocks, kThreads, 0, stream>>>(p);
+  if (r == HlaRecurrence::second_order) launch_kernel(hla_second_order_fused_recurrent<T, KMAX>, blocks, kThreads, 0, stream, p);
+  else launch_kernel(ahla_fused_recurrent<T, KMAX>, blocks, kThreads, 0, stream, p);
 }
 
 Status launch_hla(const LaunchArgs& args, const char* name, HlaRecurrence r, bool normalized) {

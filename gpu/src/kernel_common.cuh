@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "device_syntax.cuh"
 #include "larc/gpu/api.h"
 #include "validate.h"
 

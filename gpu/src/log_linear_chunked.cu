@@ -97,7 +97,7 @@ struct SummaryLayout {
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) chunk_summary(const Params<T> p) {
   using L = SummaryLayout<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const ChunkDecays decays(words);
   float* const gate_s = words + ChunkDecays::kWords;
@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kThreads) chunk_summary(const Params<T> p) {
   const int n = static_cast<int>(p.tokens - t0 < kChunk ? p.tokens - t0 : kChunk);
   const int K = p.K, V = p.V;
   const TokenRows<const T> k = rows_of(p.k, b, 0), v = rows_of(p.v, b, h), gate = rows_of(p.g, b, h);
-  if (threadIdx.x < kChunk) gate_s[threadIdx.x] = threadIdx.x < n ? to_float(gate(t0 + threadIdx.x)) : 0.f;
+  if (threadIdx.x < kChunk) gate_s[threadIdx.x] = static_cast<int>(threadIdx.x) < n ? to_float(gate(t0 + threadIdx.x)) : 0.f;
   __syncthreads();
   if (threadIdx.x == 0) decays.form([&](int i) { return gate_s[i]; }, n);
   __syncthreads();
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) chunk_summary(const Params<T> p) {
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
   constexpr int tile = KP * kLevelTileV, tile_words = KP * kLevelPitch, per = tile / kThreads;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const scale = reinterpret_cast<float*>(smem_vec);  // [32]
   float* const E = scale + 32;                                // [chunk_levels + 1][KP][kLevelPitch]
   const auto slot = [](int e) { return e / kLevelTileV * kLevelPitch + e % kLevelTileV; };
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
         E[(j + 1) * tile_words + e] = run;
       }
       __syncthreads();  // every thread has read the scales of levels 0..j and written its sums
-      if (threadIdx.x <= j + 1) scale[threadIdx.x] = 1.f;
+      if (static_cast<int>(threadIdx.x) <= j + 1) scale[threadIdx.x] = 1.f;
       // B_c = E^(j+1): the block's kLevelTileV rows of its output tile's operand image, each row's pair
       // words by consecutive threads (coalesced; rows of E padded, so the column reads do not conflict).
       const float* const sum = E + (j + 1) * tile_words;
@@ -207,11 +207,11 @@ __global__ void __launch_bounds__(kThreads) level_pass(const Params<T> p) {
           store_pair(image, col0 % kOutTileV + kLevelTileV + e / (KP / 2), e % (KP / 2) * 2, 0.f, 0.f);
       __syncthreads();  // the reset scales are visible
     }
-    if (col0 == 0 && threadIdx.x >= 1 && threadIdx.x <= p.chunk_levels)
+    if (col0 == 0 && threadIdx.x >= 1 && static_cast<int>(threadIdx.x) <= p.chunk_levels)
       p.level_scale[(first + c) * p.chunk_levels + threadIdx.x - 1] = scale[threadIdx.x];
     // Decay every level to the end of chunk c (thread m its own scale), then D_c at level 0 (each thread
     // its own elements, which only it reads in the cascade).
-    if (threadIdx.x >= 1 && threadIdx.x <= p.chunk_levels) scale[threadIdx.x] *= p.chunk_decay[first + c];
+    if (threadIdx.x >= 1 && static_cast<int>(threadIdx.x) <= p.chunk_levels) scale[threadIdx.x] *= p.chunk_decay[first + c];
 #pragma unroll
     for (int i = 0; i < per; ++i) E[slot(threadIdx.x + i * kThreads)] = current[i];
   }
@@ -235,7 +235,7 @@ struct OutputLayout {
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
   using L = OutputLayout<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const ChunkDecays decays(words);
   float* const gamma_s = words + ChunkDecays::kWords;
@@ -374,9 +374,9 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   p.cascades = p.chunk_decay + decay_floats;
   p.level_scale = p.cascades + cascade_floats;
 
-  summary<<<static_cast<unsigned>(records), kThreads, summary_smem, stream>>>(p);
-  pass<<<static_cast<unsigned>(p.B * p.H * p.level_tiles), kThreads, pass_smem, stream>>>(p);
-  output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
+  launch_kernel(summary, static_cast<unsigned>(records), kThreads, summary_smem, stream, p);
+  launch_kernel(pass, static_cast<unsigned>(p.B * p.H * p.level_tiles), kThreads, pass_smem, stream, p);
+  launch_kernel(output, static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream, p);
   return finish(name, p.summaries, stream);
 }
 

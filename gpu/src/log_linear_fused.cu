@@ -103,9 +103,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, (kMinBlocksPerSm<variant,
 template <typename T, Variant variant, int kRows>
 void launch_rows(const Problem<T>& p, unsigned blocks, cudaStream_t stream) {
   if (p.in.levels <= kFewLevels)
-    log_linear_fused_recurrent<T, variant, kRows, kFewLevels><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(p);
+    launch_kernel(log_linear_fused_recurrent<T, variant, kRows, kFewLevels>, blocks, kWarpsPerBlock * 32, 0, stream, p);
   else
-    log_linear_fused_recurrent<T, variant, kRows, kMaxLevels><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(p);
+    launch_kernel(log_linear_fused_recurrent<T, variant, kRows, kMaxLevels>, blocks, kWarpsPerBlock * 32, 0, stream, p);
 }
 
 template <Variant variant>

@@ -103,7 +103,7 @@ __device__ __forceinline__ void load_stack(float (&S)[kLevels][kRows], const flo
 
 template <typename T, Variant variant, int kRows, int kLevels>
 __global__ void __launch_bounds__(kThreads, 1) reverse_recurrence(const Params<T> p) {
-  extern __shared__ float sums[];  // [kFlush][kWarps][kRecord]
+  float* const sums = dynamic_shared<float>();  // [kFlush][kWarps][kRecord]
   constexpr int KP = 32 * kRows, R = kRecord<kRows>;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const Inputs<T>& in = p.in;
@@ -375,8 +375,8 @@ Status enqueue(Params<T> p, const std::string& name, cudaStream_t stream) {
   p.checkpoints = workspace;
   p.scratch = workspace + checkpoint_floats;
   p.partials = p.scratch + scratch_floats;
-  recurrence<<<static_cast<unsigned>(p.B * p.in.H * p.tiles), kThreads, smem, stream>>>(p);
-  finalize_gradients<T, variant><<<static_cast<unsigned>(p.B * p.in.T_len), kFinalizeThreads, 0, stream>>>(p);
+  launch_kernel(recurrence, static_cast<unsigned>(p.B * p.in.H * p.tiles), kThreads, smem, stream, p);
+  launch_kernel(finalize_gradients<T, variant>, static_cast<unsigned>(p.B * p.in.T_len), kFinalizeThreads, 0, stream, p);
   return finish(name, workspace, stream);
 }
 
@@ -409,7 +409,7 @@ Status launch(const LaunchArgs& args) {
       view.strides[d] = strides[static_cast<std::size_t>(d)];
     }
     const std::int64_t blocks = std::min<std::int64_t>((view.count + 255) / 256, 4096);
-    zero_level_states<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(view);
+    launch_kernel(zero_level_states, static_cast<unsigned>(blocks), 256, 0, stream, view);
     if (const Status st = launch_status(name); !st) return st;
   }
   if (T_len == 0 || B * H == 0) return Status::success();  // no token: every gradient is empty

@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kThreads, 1) level_pass(const Params<T> p) {
   using L = PassLayout<T, KP>;
   using R = Record<T, KP>;
   constexpr int rows = kGroup * kLevelTileV;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto w_op = operand_at<T, kStateTerms, KP>(words, kChunk);
   const auto kt_op = operand_at<T, kStateTerms, kChunk>(words + L::kW, KP);
@@ -205,7 +205,7 @@ template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) chunk_output(const Params<T> p) {
   using L = OutputLayout<T, KP>;
   using R = Record<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   float* const gamma_s = words;
   float* const q_words = words + kChunk;
@@ -334,9 +334,9 @@ Status enqueue(Params<T> p, cudaStream_t stream, const std::string& name) {
   dp.solve = dp.workspace + record_floats;
   p.levels = dp.solve + solve_floats;
 
-  prepare<<<static_cast<unsigned>(records), kThreads, prepare_smem, stream>>>(dp);
-  pass<<<static_cast<unsigned>(dp.sequences * dp.H * p.level_tiles), kThreads, pass_smem_for(p.chunk_levels), stream>>>(p);
-  output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem_for(p.token_levels), stream>>>(p);
+  launch_kernel(prepare, static_cast<unsigned>(records), kThreads, prepare_smem, stream, dp);
+  launch_kernel(pass, static_cast<unsigned>(dp.sequences * dp.H * p.level_tiles), kThreads, pass_smem_for(p.chunk_levels), stream, p);
+  launch_kernel(output, static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem_for(p.token_levels), stream, p);
   return finish(name, dp.workspace, stream);
 }
 

@@ -64,12 +64,6 @@ __device__ __forceinline__ void axpy4(float (&a)[N], int first, float scale, flo
   a[first + 3] = fmaf(scale, x.w, a[first + 3]);
 }
 
-// Asks L2 to fetch the line holding p, a valid global address (a hint: no fault, no result).
-template <class T>
-__device__ __forceinline__ void prefetch_l2(const T* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
 // x · y over KMAX entries in shared memory, computed by one whole warp (lane i sums entries
 // i, i + 32, ...); every lane of every warp that calls it gets the same bits.
 template <int KMAX>

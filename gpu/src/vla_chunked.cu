@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kThreads) chunk_prepare(const Params<T> p) {
   using L = PrepareLayout<T, KP>;
   using R = Record<T, KP>;
   constexpr int S = kStateTerms, sp = kSquarePitch;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto kh_op = operand_at<T, S, KP>(words + L::kKh, kChunk);
   const auto ah_op = operand_at<T, S, KP>(words + L::kAh, kChunk);
@@ -193,7 +193,7 @@ template <class T, int KP>
 __global__ void __launch_bounds__(register_state_pass::kThreads, 1) state_pass(const Params<T> p) {
   namespace rs = register_state_pass;
   using R = Record<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   const std::int64_t block = blockIdx.x;
   const int col0 = static_cast<int>(block % p.v_tiles) * kTileV, h = static_cast<int>(block / p.v_tiles % p.H);
   const std::int64_t b = block / p.v_tiles / p.H, first_slot = b * p.chunks;
@@ -228,7 +228,7 @@ template <class T, int KP>
 __global__ void __launch_bounds__(kThreads, 2) chunk_output(const Params<T> p) {
   using L = OutputLayout<T, KP>;
   using R = Record<T, KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   const auto fq_op = operand_at<T, kOutputTerms, KP>(words, kChunk);
   const auto x_op = operand_at<T, kOutputTerms, KP>(words + L::kFq, kOutTileV);
@@ -300,15 +300,15 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
   }
   if (records > 0) {
     const auto grid = static_cast<unsigned>(records);
-    penalty_gram<T, KP><<<grid, kThreads, 0, stream>>>(p);
+    launch_kernel(penalty_gram<T, KP>, grid, kThreads, 0, stream, p);
     chunk_prefix::enqueue(reinterpret_cast<double2*>(p.starts), p.chunks, StartRecord<KP>::kSummed / 2,
                           StartRecord<KP>::kDoubles / 2, p.B * p.H, stream);
-    start<<<grid, kThreads, start_smem, stream>>>(p);
-    penalty<<<grid, kThreads, penalty_smem, stream>>>(p);
-    prepare<<<grid, kThreads, prepare_smem, stream>>>(p);
+    launch_kernel(start, grid, kThreads, start_smem, stream, p);
+    launch_kernel(penalty, grid, kThreads, penalty_smem, stream, p);
+    launch_kernel(prepare, grid, kThreads, prepare_smem, stream, p);
   }
-  pass<<<static_cast<unsigned>(p.B * p.H * p.v_tiles), register_state_pass::kThreads, pass_smem, stream>>>(p);  // T = 0: X_T = 0
-  if (records > 0) output<<<static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream>>>(p);
+  launch_kernel(pass, static_cast<unsigned>(p.B * p.H * p.v_tiles), register_state_pass::kThreads, pass_smem, stream, p);  // T = 0: X_T = 0
+  if (records > 0) launch_kernel(output, static_cast<unsigned>(records * p.out_tiles), kThreads, output_smem, stream, p);
   return finish(kName, workspace, stream);
 }
 

@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
   using SR = StartRecord<KP>;
   constexpr int R = kTile<KP>, kStacked = 2 * kChunk, kRowsPerY = kStacked / 16;
   constexpr int kColumns = kSolveColumns<KP>;
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   float* const rows_t = words + L::kRowsT;
   float* const a_t = words + L::kAT;  // a_t[j][i] = A_s[i][j]: products read A_s by its rows
@@ -417,7 +417,7 @@ __global__ void __launch_bounds__(kThreads, 2) penalty_chunk(const Params<T> p) 
   constexpr int R = kTile<KP>, kRowsPerThread = kChunk / 16, wp = L::kWidePitch, mp = kSquarePitch;
   constexpr int kColumns = kSolveColumns<KP>;
   static_assert(kColumns <= kThreads);
-  extern __shared__ float4 smem_vec[];
+  float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   float* const zeta_s = words + L::kZeta;
   float* const ka_s = words + L::kKa;

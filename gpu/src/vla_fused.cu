@@ -197,7 +197,7 @@ Status launch(const LaunchArgs& args) {
       p.K = static_cast<int>(v.size('K'));
       p.V = v.size('V');
       p.tiles = static_cast<int>(tiles);
-      vla_fused_recurrent<T, KMAX><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream_of(args)>>>(p);
+      launch_kernel(vla_fused_recurrent<T, KMAX>, static_cast<unsigned>(blocks), kBlockThreads, 0, stream_of(args), p);
     });
   });
   return launch_status(kName);
