@@ -1,15 +1,15 @@
 # larc as a CMake package: after `cmake --install`, `find_package(larc)` gives the libraries
 # larc::common, larc::reference, larc::cases, larc::fixtures, larc::harness and, where CUDA built it, larc::gpu (README "larc as
-# a CMake package").
+# a CMake package"); without CUDA, larc::gpu_emulated, the host emulation the harness links instead.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(LARC_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/larc)
 set(larc_exported_targets)
-foreach(part common reference cases fixtures harness gpu)
+foreach(part common reference cases fixtures harness gpu gpu_emulated)
   if(TARGET larc_${part})
     set_target_properties(larc_${part} PROPERTIES EXPORT_NAME ${part})
-    if(NOT part STREQUAL "gpu" AND NOT part STREQUAL "common")
+    if(NOT part MATCHES "^gpu" AND NOT part STREQUAL "common")
       # The headers need C++20 with GNU extensions (Boost's float128 literals): CMAKE_CXX_EXTENSIONS ON.
       target_compile_features(larc_${part} PUBLIC cxx_std_20)
     endif()
@@ -17,7 +17,8 @@ foreach(part common reference cases fixtures harness gpu)
       target_link_options(larc_${part} INTERFACE -fsanitize=address,undefined)
     endif()
     list(APPEND larc_exported_targets larc_${part})
-    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${part}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+    string(REPLACE "_emulated" "" source_dir ${part})  # the emulation's API is gpu/'s
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${source_dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()
 endforeach()
 

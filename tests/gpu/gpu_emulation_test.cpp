@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -18,6 +19,9 @@
 #include "larc_device_emulation.h"
 
 namespace {
+
+// The emulated device is present only when asked for (set before any call reads it).
+const bool emulated_device = setenv("LARC_EMULATE_GPU", "1", 1) == 0;
 
 using larc::gpu::detail::dynamic_shared;
 using larc::gpu::detail::launch_kernel;
@@ -51,6 +55,7 @@ __global__ void one_mma(MmaArgs p) {
 }
 
 TEST(GpuEmulation, MmaIsTheMatrixProductInPtxsFragmentLayout) {
+  ASSERT_TRUE(emulated_device);
   std::mt19937 rng(5);
   std::normal_distribution<float> normal;
   std::vector<float> a(256), b(128), c(128);

@@ -270,6 +270,7 @@ void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t
 }
 
 cudaError_t set_max_dynamic_shared(const void* kernel, int bytes) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   if (bytes < 0 || static_cast<std::size_t>(bytes) > kMaxSharedBytes) return cudaErrorInvalidValue;
   std::lock_guard lock(launch_mutex());
   shared_opt_in()[kernel] = static_cast<std::size_t>(bytes);
@@ -279,9 +280,9 @@ cudaError_t set_max_dynamic_shared(const void* kernel, int bytes) {
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                    std::function<void()> body) {
   const std::uint64_t threads = std::uint64_t{block.x} * block.y * block.z;
-  cudaError_t e = cudaSuccess;
-  if (threads == 0 || threads > kMaxThreads || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
-      grid.y > kMaxGridYZ || grid.z > kMaxGridYZ)
+  cudaError_t e = device_present() ? cudaSuccess : cudaErrorNoDevice;
+  if (e == cudaSuccess && (threads == 0 || threads > kMaxThreads || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+                           grid.x > 0x7fffffffu || grid.y > kMaxGridYZ || grid.z > kMaxGridYZ))
     e = cudaErrorInvalidConfiguration;
   if (e == cudaSuccess && smem > kDefaultSharedBytes) {
     std::lock_guard lock(launch_mutex());

@@ -8,6 +8,10 @@
 
 namespace larc::gpu::emulation {
 
+// Whether the emulated device is present (LARC_EMULATE_GPU=1): without it every call that needs a
+// device fails with cudaErrorNoDevice, as the runtime does on a machine without a GPU.
+bool device_present();
+
 // Sets the calling host thread's last error (what cudaGetLastError returns and clears); returns e.
 cudaError_t set_last_error(cudaError_t e);
 

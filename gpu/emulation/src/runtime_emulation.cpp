@@ -1,6 +1,7 @@
-// The host emulation's CUDA runtime (cuda_runtime.h): one device, "larc host emulation (sm_90a)";
-// device memory from the host's allocator; streams are the calling thread, so every call completes
-// before it returns; a captured stream's launches become a graph, replayed in order by cudaGraphLaunch.
+// The host emulation's CUDA runtime (cuda_runtime.h): one device, "larc host emulation (sm_90a)", where
+// LARC_EMULATE_GPU=1; device memory from the host's allocator; streams are the calling thread, so every
+// call completes before it returns; a captured stream's launches become a graph, replayed in order by
+// cudaGraphLaunch.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,14 @@ namespace {
 thread_local cudaError_t t_last_error = cudaSuccess;
 }  // namespace
 
+bool device_present() {
+  static const bool present = [] {
+    const char* wanted = std::getenv("LARC_EMULATE_GPU");
+    return wanted != nullptr && std::strcmp(wanted, "1") == 0;
+  }();
+  return present;
+}
+
 cudaError_t set_last_error(cudaError_t e) {
   if (e != cudaSuccess) t_last_error = e;
   return e;
@@ -46,6 +55,7 @@ bool record_if_capturing(cudaStream_t stream, std::function<cudaError_t()> repla
 
 }  // namespace larc::gpu::emulation
 
+using larc::gpu::emulation::device_present;
 using larc::gpu::emulation::set_last_error;
 
 namespace {
@@ -59,6 +69,7 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
   }
   return "cudaErrorUnknown";
@@ -71,6 +82,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected (this build emulates one when LARC_EMULATE_GPU=1)";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
   }
   return "unknown error";
@@ -78,12 +90,14 @@ const char* cudaGetErrorString(cudaError_t e) {
 
 cudaError_t cudaGetLastError() { return std::exchange(larc::gpu::emulation::t_last_error, cudaSuccess); }
 
+// One device where LARC_EMULATE_GPU=1, none otherwise: a build without CUDA runs no kernel unless asked.
 cudaError_t cudaGetDeviceCount(int* count) {
-  *count = 1;
-  return cudaSuccess;
+  *count = device_present() ? 1 : 0;
+  return *count == 1 ? cudaSuccess : set_last_error(cudaErrorNoDevice);
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   if (device != 0) return set_last_error(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
   std::strncpy(prop->name, "larc host emulation (sm_90a)", sizeof prop->name - 1);
@@ -95,14 +109,22 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : set_last_error(cudaErrorInvalidDevice); }
+cudaError_t cudaSetDevice(int device) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
+  return device == 0 ? cudaSuccess : set_last_error(cudaErrorInvalidDevice);
+}
 cudaError_t cudaGetDevice(int* device) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   *device = 0;
   return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
+  return cudaSuccess;
+}
 
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   *p = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   return *p != nullptr || bytes == 0 ? cudaSuccess : set_last_error(cudaErrorMemoryAllocation);
 }
@@ -113,14 +135,17 @@ cudaError_t cudaFree(void* p) {
 cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
 cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   std::memcpy(dst, src, bytes);
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* dst, int byte, std::size_t bytes) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   std::memset(dst, byte, bytes);
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   static CUmemPoolHandle_st the_pool;
   *pool = &the_pool;
   return cudaSuccess;
@@ -128,6 +153,7 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int) {
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   *stream = new CUstream_st;
   return cudaSuccess;
 }
@@ -167,6 +193,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  if (!device_present()) return set_last_error(cudaErrorNoDevice);
   *event = new CUevent_st;
   return cudaSuccess;
 }

@@ -1,0 +1,64 @@
+// Cases a fuzz campaign on the H200 failed, each kept with its exact knobs, seed and shape, so that the
+// change that answered it is judged on it wherever the GPU tests run (the device, or the host emulation).
+// Each must pass the gate now; reports/h200/ holds the campaign that found it.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu_test_support.h"
+
+namespace {
+
+using namespace larc::gpu_test;
+using larc::harness::CaseSpec;
+
+struct RecordedCase {
+  std::string why;  // what failed on the device, and the change that answers it
+  CaseSpec spec;
+};
+
+std::vector<RecordedCase> recorded_cases() {
+  std::vector<RecordedCase> out;
+  {
+    // reports/h200/backward_chunked/: dh0 (slices 0 and 2) and dk near the chunk boundary at token 120
+    // 680×, 80× and ≈ 1.7× over their tolerance, the backward's W_k taken from the forward's record
+    // (T's errors reaching every row); W_k is now formed by forward substitution.
+    CaseSpec s;
+    s.subject = "gdn-chunked-backward";
+    s.mechanism = "gdn-backward";
+    s.dtype = Dtype::fp16;
+    s.shape = {2, 192, 2, 1, 16};
+    s.seed = 16683874812637312672ull;
+    s.knobs = {{"beta_hi", 0.79353521269673055},      {"beta_lo", 1.889353737278477},
+               {"collinearity", 0.97072039410629929}, {"cotangents", 2},
+               {"decay_max", 0.030536007202762016},   {"initial_state", 2},
+               {"scale_factor", 0.37755811367555486}, {"zero_decay_fraction", 0.40708092727434353}};
+    s.origin = "random";
+    out.push_back({"dh0 and dk past their tolerances where the gradient contracts (W_k from T)", s});
+  }
+  return out;
+}
+
+class GpuRecordedCases : public ::testing::TestWithParam<RecordedCase> {};
+
+TEST_P(GpuRecordedCases, PassTheGate) {
+  LARC_SKIP_WITHOUT_DEVICE();
+  CaseSpec spec = GetParam().spec;
+  const larc::harness::Mechanism& m = larc::harness::find_mechanism(spec.mechanism);
+  spec.knobs = m.resolve_knobs(spec.knobs);
+  const auto result = larc::harness::run_case(spec);
+  std::string failures;
+  for (const std::string& e : result.errors) failures += e + "\n";
+  EXPECT_TRUE(result.pass) << GetParam().why << "\n" << spec.reproduce() << "\n" << failures;
+}
+
+INSTANTIATE_TEST_SUITE_P(Campaigns, GpuRecordedCases, ::testing::ValuesIn(recorded_cases()),
+                         [](const auto& info) {
+                           std::string name = info.param.spec.subject + "_" + std::to_string(info.index);
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+}  // namespace
