@@ -224,10 +224,10 @@ Status launch(const LaunchArgs& args) {
   const TensorView* final_state = v.output("final_state", "BHKV", Dtype::fp32, /*optional=*/true);
   const TensorView* key_gram = v.output("final_key_gram", "BHKK", Dtype::fp32, /*optional=*/true);
   const TensorView* key_sum = v.output("final_key_sum", "BHK", Dtype::fp32, /*optional=*/true);
-  const auto [tiles, blocks] = require_column_tiles(v, kMaxK);
+  const ColumnTiles grid = require_column_tiles(v, kMaxK);
   const float scale = v.read_scale(v.size('K'));
   if (!v.ok()) return v.status();
-  if (blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
+  if (grid.blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
 
   dispatch_key_capacity(v.size('K'), [&](auto capacity) {
     constexpr int KMAX = decltype(capacity)::value;
@@ -248,9 +248,9 @@ Status launch(const LaunchArgs& args) {
       p.V = v.size('V');
       p.H = static_cast<int>(v.size('H'));
       p.K = static_cast<int>(v.size('K'));
-      p.tiles = static_cast<int>(tiles);
+      p.tiles = static_cast<int>(grid.tiles);
       p.scale = scale;
-      launch_kernel(ccq_fused_recurrent<BB, T, KMAX>, static_cast<unsigned>(blocks), kBlockThreads, 0, stream_of(args), p);
+      launch_kernel(ccq_fused_recurrent<BB, T, KMAX>, static_cast<unsigned>(grid.blocks), kBlockThreads, 0, stream_of(args), p);
     });
   });
   return launch_status(name);

@@ -178,9 +178,9 @@ __global__ void __launch_bounds__(kBlockThreads) vla_fused_recurrent(const VlaPa
 Status launch(const LaunchArgs& args) {
   Validator v(kName, args);
   const VlaInputs in = validate_vla(v, args, kDtypes);
-  const auto [tiles, blocks] = require_column_tiles(v, kMaxK);
+  const ColumnTiles grid = require_column_tiles(v, kMaxK);
   if (!v.ok()) return v.status();
-  if (blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
+  if (grid.blocks == 0) return Status::success();  // B = 0 or H = 0: nothing to write
 
   dispatch_key_capacity(v.size('K'), [&](auto capacity) {
     constexpr int KMAX = decltype(capacity)::value;
@@ -196,8 +196,8 @@ Status launch(const LaunchArgs& args) {
       p.H = static_cast<int>(v.size('H'));
       p.K = static_cast<int>(v.size('K'));
       p.V = v.size('V');
-      p.tiles = static_cast<int>(tiles);
-      launch_kernel(vla_fused_recurrent<T, KMAX>, static_cast<unsigned>(blocks), kBlockThreads, 0, stream_of(args), p);
+      p.tiles = static_cast<int>(grid.tiles);
+      launch_kernel(vla_fused_recurrent<T, KMAX>, static_cast<unsigned>(grid.blocks), kBlockThreads, 0, stream_of(args), p);
     });
   });
   return launch_status(kName);

@@ -3,6 +3,7 @@
 // Each must pass the gate now; reports/h200/ holds the campaign that found it.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct RecordedCase {
   std::string why;  // what failed on the device, and the change that answers it
   CaseSpec spec;
 };
+
+void PrintTo(const RecordedCase& c, std::ostream* os) { *os << c.spec.reproduce(); }
 
 std::vector<RecordedCase> recorded_cases() {
   std::vector<RecordedCase> out;

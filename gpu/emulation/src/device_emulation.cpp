@@ -85,18 +85,24 @@ struct Block {
 thread_local Block* t_block = nullptr;
 thread_local int t_thread = 0;  // linear index in the block
 
-// Fiber stacks: mapped without reserving swap, so only the pages a kernel's frames touch are committed.
+// Fiber stacks: mapped without reserving swap, so only the pages a kernel's frames touch are committed;
+// the lowest page of each is a guard, so that a frame too deep faults instead of writing into the
+// neighbouring thread's stack.
 class Stacks {
  public:
-  static constexpr std::size_t kBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kBytes = std::size_t{1} << 20, kGuard = 4096;
   explicit Stacks(int count) : bytes_(kBytes * static_cast<std::size_t>(count)) {
     base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base_ == MAP_FAILED) fail("no memory for the block's fiber stacks");
+    for (int i = 0; i < count; ++i)
+      if (mprotect(static_cast<char*>(base_) + kBytes * static_cast<std::size_t>(i), kGuard, PROT_NONE) != 0)
+        fail("cannot protect a fiber stack's guard page");
   }
   ~Stacks() { munmap(base_, bytes_); }
   Stacks(const Stacks&) = delete;
   Stacks& operator=(const Stacks&) = delete;
-  void* stack(int i) const { return static_cast<char*>(base_) + kBytes * static_cast<std::size_t>(i); }
+  // Thread i's usable stack: kBytes − kGuard bytes above its guard page.
+  void* stack(int i) const { return static_cast<char*>(base_) + kBytes * static_cast<std::size_t>(i) + kGuard; }
 
  private:
   std::size_t bytes_;
@@ -168,7 +174,7 @@ void start_fiber(Block& b, int t, dim3 block, void* stack) {
   f.linear = t;
   getcontext(&f.context);
   f.context.uc_stack.ss_sp = stack;
-  f.context.uc_stack.ss_size = Stacks::kBytes;
+  f.context.uc_stack.ss_size = Stacks::kBytes - Stacks::kGuard;
   f.context.uc_link = &b.scheduler;
   makecontext(&f.context, run_fiber, 0);
 }
