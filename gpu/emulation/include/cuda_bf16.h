@@ -2,8 +2,8 @@
 // conversions gpu/src uses, rounding to nearest even as the device's do.
 #pragma once
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 
 #include "cuda_runtime.h"
 
@@ -14,16 +14,10 @@ struct __nv_bfloat162 {
   __nv_bfloat16 x, y;
 };
 
-inline float __bfloat162float(__nv_bfloat16 h) {
-  const std::uint32_t word = std::uint32_t{h.bits} << 16;
-  float f;
-  std::memcpy(&f, &word, sizeof f);
-  return f;
-}
+inline float __bfloat162float(__nv_bfloat16 h) { return std::bit_cast<float>(std::uint32_t{h.bits} << 16); }
 
 inline __nv_bfloat16 __float2bfloat16_rn(float f) {
-  std::uint32_t word;
-  std::memcpy(&word, &f, sizeof word);
+  auto word = std::bit_cast<std::uint32_t>(f);
   if ((word & 0x7fffffffu) > 0x7f800000u) return {static_cast<std::uint16_t>((word >> 16) | 0x40u)};  // NaN stays NaN
   word += 0x7fffu + ((word >> 16) & 1u);  // to nearest, ties to even (carries into the exponent, to ±inf)
   return {static_cast<std::uint16_t>(word >> 16)};

@@ -2,9 +2,9 @@
 // uses, rounding to nearest even with fp16's subnormals, overflow to ±inf, as the device's do.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "cuda_runtime.h"
 
@@ -20,18 +20,11 @@ inline float __half2float(__half h) {
   if (exponent == 0x1f) magnitude = mantissa != 0 ? NAN : INFINITY;
   else if (exponent == 0) magnitude = std::ldexp(static_cast<float>(mantissa), -24);
   else magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), exponent - 25);
-  std::uint32_t word;
-  std::memcpy(&word, &magnitude, sizeof word);
-  word |= sign;
-  float f;
-  std::memcpy(&f, &word, sizeof f);
-  return f;
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) | sign);
 }
 
 inline __half __float2half_rn(float f) {
-  std::uint32_t word;
-  std::memcpy(&word, &f, sizeof word);
-  const auto sign = static_cast<std::uint16_t>((word >> 16) & 0x8000u);
+  const auto sign = static_cast<std::uint16_t>((std::bit_cast<std::uint32_t>(f) >> 16) & 0x8000u);
   const float a = std::fabs(f);
   if (std::isnan(f)) return {static_cast<std::uint16_t>(sign | 0x7e00u)};
   if (a >= 65520.f) return {static_cast<std::uint16_t>(sign | 0x7c00u)};  // rounds past the largest finite

@@ -13,6 +13,7 @@
 // bits of each MMA; the emulation checks a kernel's logic and indexing and its accuracy to within that.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -74,16 +75,8 @@ T __shfl_down_sync(unsigned mask, T x, unsigned delta, int width = 32) {
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
 inline int __ffsll(long long x) { return __builtin_ffsll(x); }
-inline float __int_as_float(int x) {
-  float f;
-  std::memcpy(&f, &x, sizeof f);
-  return f;
-}
-inline float __uint_as_float(unsigned x) {
-  float f;
-  std::memcpy(&f, &x, sizeof f);
-  return f;
-}
+inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
+inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 using std::isinf;
 // The device's integer and float min/max (global functions in CUDA).
 inline int min(int a, int b) { return a < b ? a : b; }
