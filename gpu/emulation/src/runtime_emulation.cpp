@@ -5,9 +5,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
