@@ -1,8 +1,9 @@
 // The device side of the host emulation: what device_syntax.cuh names under nvcc (the launch, dynamic
 // shared memory, the m16n8k16 bf16 MMA, cp.async, the L2 prefetch) and the device built-ins gpu/src
-// calls (barriers, warp shuffles, bit tricks), as host code. A block's threads are host threads: a
-// barrier waits for every thread of the block that has not returned, a warp shuffle for the warp's 32
-// lanes (the full mask only: every shuffle in gpu/src is), an MMA gathers the warp's fragments.
+// calls (barriers, warp shuffles, bit tricks), as host code. A block's threads are fibers on the
+// launching host thread (device_emulation.cpp): a barrier waits for every thread of the block that has not
+// returned, a warp shuffle for the warp's 32 lanes (the full mask only: every shuffle in gpu/src is), an
+// MMA gathers the warp's fragments.
 //
 // Arithmetic: fp32 operations are the host's, correctly rounded as the device's are, but nvcc contracts
 // a·b + c into one FMA where it can and the emulation (built with -ffp-contract=off) fuses only what is
@@ -28,7 +29,7 @@
 namespace larc::gpu::emulation {
 
 void block_barrier();
-// This lane's slot of 64 bytes in its warp's exchange area, and the warp's barrier.
+// Lane `lane`'s slot of 64 bytes in the calling thread's warp's exchange area, and that warp's barrier.
 void* lane_slot(int lane);
 void warp_barrier();
 int lane_id();
