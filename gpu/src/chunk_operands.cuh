@@ -405,9 +405,9 @@ struct ChunkDecays {
     }
   }
   // Γ_ij = Π_{r=j+1..i} a_r for j ≤ i < n: e^{G'_i − G'_j} when no a_r = 0 lies in (j, i], else 0; each
-  // rounded once from the fp64 difference (exp_rounded_once), never as a ratio of e^{G}.
+  // rounded once from the fp64 difference (exp_rounded_once of the fp64 exponent), never as a ratio of e^{G}.
   __device__ float ratio(int i, int j, int n) const {
-    return j <= i && i < n && reset[i] <= j ? exp_rounded_once(static_cast<float>(log_decay[i] - log_decay[j])) : 0.f;
+    return j <= i && i < n && reset[i] <= j ? exp_rounded_once(log_decay[i] - log_decay[j]) : 0.f;
   }
   // Γ into out [64][pitch] (row i, column j; zero above the diagonal and past n), by the whole block.
   __device__ void fill_ratios(float* out, int pitch, int n) const {
@@ -415,7 +415,7 @@ struct ChunkDecays {
   }
   // γ_i = Π_{r≤i} a_r (0 past n).
   __device__ float from_start(int i, int n) const {
-    return i < n && reset[i] < 0 ? exp_rounded_once(static_cast<float>(log_decay[i])) : 0.f;
+    return i < n && reset[i] < 0 ? exp_rounded_once(log_decay[i]) : 0.f;
   }
 };
 

@@ -34,6 +34,9 @@ __device__ __forceinline__ __half from_float<__half>(float x) { return __float2h
 // correctly rounded in float; this matches it except in rare double-rounding ties. Once per token and
 // channel, never in the state loop.
 __device__ __forceinline__ float exp_rounded_once(float x) { return static_cast<float>(exp(static_cast<double>(x))); }
+// The same from an fp64 exponent, for a sum of log-decays kept in fp64: rounding such a sum G to fp32
+// first would cost |G|·2^-24 of relative accuracy in e^G (a decayed gradient at G ≈ −50: 3e-6).
+__device__ __forceinline__ float exp_rounded_once(double x) { return static_cast<float>(exp(x)); }
 
 // The feature map φ(x) = ELU(x) + 1 of ratio linear attention and VLA.
 __device__ __forceinline__ float elu_plus_one(float x) { return x > 0.f ? x + 1.f : exp_rounded_once(x); }

@@ -1,6 +1,7 @@
-// Cases a fuzz campaign on the H200 failed, each kept with its exact knobs, seed and shape, so that the
-// change that answered it is judged on it wherever the GPU tests run (the device, or the host emulation).
-// Each must pass the gate now; reports/h200/ holds the campaign that found it.
+// Cases a fuzz campaign failed (on the H200, or on the host emulation), each kept with its exact knobs, seed
+// and shape, so that the change that answered it is judged on it wherever the GPU tests run (the device, or
+// the host emulation). Each must pass the gate now; reports/h200/ or reports/emulation/ holds the campaign
+// that found it.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -15,7 +16,8 @@ using namespace larc::gpu_test;
 using larc::harness::CaseSpec;
 
 struct RecordedCase {
-  std::string why;  // what failed on the device, and the change that answers it
+  std::string name;  // the test's name
+  std::string why;   // what failed, and the change that answers it
   CaseSpec spec;
 };
 
@@ -38,7 +40,24 @@ std::vector<RecordedCase> recorded_cases() {
                {"decay_max", 0.030536007202762016},   {"initial_state", 2},
                {"scale_factor", 0.37755811367555486}, {"zero_decay_fraction", 0.40708092727434353}};
     s.origin = "random";
-    out.push_back({"dh0 and dk past their tolerances where the gradient contracts (W_k from T)", s});
+    out.push_back({"fp16_dh0_dk_where_the_gradient_contracts",
+                   "dh0 and dk past their tolerances where the gradient contracts (W_k from T)", s});
+  }
+  {
+    // reports/emulation/backward_random.md: one chunk, strong decays (G ≈ −50), dh0 7.5× and 29× the float
+    // forms' error: the chunk's decays were e^G of G rounded to fp32 (|G|·2^-24 relative); they are now
+    // rounded once from the fp64 G.
+    CaseSpec s;
+    s.subject = "gdn-chunked-backward-io-varlen";
+    s.mechanism = "gdn-backward";
+    s.dtype = Dtype::fp32;
+    s.shape = {1, 9, 2, 31, 12};
+    s.seed = 13658179824603181133ull;
+    s.knobs = {{"beta_hi", 0.97883292734695737}, {"beta_lo", 1.0749141781988645}, {"collinearity", 0.79891483590052936},
+               {"cotangents", 2},                {"decay_max", 10.843781266131709},  {"initial_state", 2},
+               {"key_set", 1}};
+    s.origin = "random";
+    out.push_back({"fp32_dh0_under_strong_decays", "dh0 7.5-29x the float forms' error (decays from fp32 log sums)", s});
   }
   return out;
 }
@@ -57,11 +76,6 @@ TEST_P(GpuRecordedCases, PassTheGate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Campaigns, GpuRecordedCases, ::testing::ValuesIn(recorded_cases()),
-                         [](const auto& info) {
-                           std::string name = info.param.spec.subject + "_" + std::to_string(info.index);
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
