@@ -14,8 +14,9 @@
 #include <type_traits>
 #include <utility>
 
-// ---- Qualifiers: functions are host functions; a kernel's __shared__ array is one per launch, which
-// its block's threads share (the emulation runs one block at a time and one launch at a time).
+// ---- Qualifiers: functions are host functions; a kernel's __shared__ array is a static, one per
+// instantiation, which the threads of one block share (the emulation runs one block at a time and one
+// launch at a time).
 #define __global__
 #define __device__
 #define __host__
