@@ -141,6 +141,17 @@ namespace larc::gpu::emulation {
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                    std::function<void()> body);
 cudaError_t set_max_dynamic_shared(const void* kernel, int bytes);
+
+// kernel(args...) as such a grid: the arguments converted to the kernel's parameter types and copied, as
+// a launch copies them.
+template <class... Params, class... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                          Args&&... args) {
+  return launch(reinterpret_cast<const void*>(kernel), grid, block, smem, stream,
+                [kernel, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
+                  std::apply(kernel, params);
+                });
+}
 }  // namespace larc::gpu::emulation
 
 template <class F>
@@ -150,9 +161,8 @@ cudaError_t cudaFuncSetAttribute(F* kernel, cudaFuncAttribute, int value) {
 
 template <class... Params, class... Args>
 cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(Params...), Args&&... args) {
-  return larc::gpu::emulation::launch(
-      reinterpret_cast<const void*>(kernel), config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream,
-      [kernel, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] { std::apply(kernel, params); });
+  return larc::gpu::emulation::launch_kernel(kernel, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                                            config->stream, std::forward<Args>(args)...);
 }
 
 // Programmatic dependent launch: launches run one after another, so there is nothing to wait for.

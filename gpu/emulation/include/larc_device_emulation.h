@@ -90,10 +90,7 @@ namespace larc::gpu::detail {
 // kernel<<<grid, block, smem, stream>>>(args...), run on the host (cuda_runtime.h's emulation::launch).
 template <class... Params, class... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream, Args&&... args) {
-  emulation::launch(reinterpret_cast<const void*>(kernel), grid, block, smem, stream,
-                    [kernel, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
-                      std::apply(kernel, params);
-                    });
+  emulation::launch_kernel(kernel, grid, block, smem, stream, std::forward<Args>(args)...);
 }
 
 template <class T>

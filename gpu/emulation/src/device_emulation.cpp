@@ -12,8 +12,10 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "cuda_bf16.h"
 #include "emulation_state.h"
 #include "larc_device_emulation.h"
 
@@ -133,7 +135,10 @@ float round_sum(double s) {
   return f;
 }
 
-float bf16_half(std::uint32_t word, int half) { return __uint_as_float(half == 0 ? word << 16 : word & 0xffff0000u); }
+// The bf16 in half `half` of a register (the low half first).
+float bf16_half(std::uint32_t word, int half) {
+  return __bfloat162float(__nv_bfloat16{static_cast<std::uint16_t>(half == 0 ? word : word >> 16)});
+}
 
 uint3 coordinates(std::uint64_t linear, dim3 extent) {
   return {static_cast<unsigned>(linear % extent.x), static_cast<unsigned>(linear / extent.x % extent.y),
@@ -241,9 +246,7 @@ void* dynamic_shared_base() {
 }
 
 void require_full_mask(unsigned mask, const char* what) {
-  if (mask == 0xffffffffu) return;
-  std::fprintf(stderr, "larc host emulation: %s with mask %#x: only whole-warp operations are emulated\n", what, mask);
-  std::abort();
+  if (mask != 0xffffffffu) fail((std::string(what) + " with a partial mask: only whole-warp operations are emulated").c_str());
 }
 
 // PTX's m16n8k16 layouts (g = lane / 4, t = lane % 4): A register r of lane (g, t) holds row
