@@ -3,7 +3,9 @@
 # with liblarc.so and the shared libraries it needs) and packs it into
 # .h200bin/bundle.tar.xz with the tree hash of the committed reference/ + gpu/ it was built from
 # (.h200bin/tree_hash; larc writes it into its reports there through LARC_TREE_HASH). Refuses to pack a
-# build of uncommitted kernels: a report must name the source it was made from.
+# build of uncommitted kernels: a report must name the source it was made from. LARC_BUNDLE_DIR=.h200bin_X
+# packs into another folder, so that bundles of different programs for consecutive device calls can wait side
+# by side (kernels_run.sh takes the same variable).
 set -eu
 cd "$(dirname "$0")/../.."
 if [ -n "$(git status --porcelain -- reference gpu)" ]; then
@@ -55,11 +57,12 @@ if [ $python = 1 ]; then
   ldd $build/capi/liblarc.so | awk '$3 ~ /^\// {print $3}' |
     grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' | xargs -r cp -L -t "$stage/python/larc"
 fi
-mkdir -p .h200bin
+dir=${LARC_BUNDLE_DIR:-.h200bin}
+mkdir -p "$dir"
 # Every program holds the same device code (about 58 MB of fatbin each): a dictionary larger than the whole
 # stage lets xz store it once (a 64 MiB one, xz -9's, spans less than one program). Compressing takes about
 # 11 times the dictionary in memory, unpacking the dictionary.
-tar -cf - -C "$stage" . | xz -T1 --lzma2=preset=9,dict=512MiB > .h200bin/bundle.tar.xz
-git ls-tree HEAD reference gpu | git hash-object --stdin > .h200bin/tree_hash
+tar -cf - -C "$stage" . | xz -T1 --lzma2=preset=9,dict=512MiB > "$dir/bundle.tar.xz"
+git ls-tree HEAD reference gpu | git hash-object --stdin > "$dir/tree_hash"
 rm -rf "$stage"
-ls -la .h200bin
+ls -la "$dir"

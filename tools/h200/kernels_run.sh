@@ -32,11 +32,14 @@ set -u
 mode=${1:-check}
 out=${OUT:-/tmp/out}
 mkdir -p "$out" /tmp/bin
-# Two modes started side by side in one call share one extraction (the second finds the tree hash there).
-if [ "$(cat /tmp/bin/.tree_hash 2>/dev/null)" != "$(cat .h200bin/tree_hash)" ]; then
-  tar -xJf .h200bin/bundle.tar.xz -C /tmp/bin && cp .h200bin/tree_hash /tmp/bin/.tree_hash || exit 2
+# LARC_BUNDLE_DIR names the bundle's folder (bundle.sh's), .h200bin by default. Two modes started side by side
+# in one call share one extraction (the second finds the bundle's checksum there).
+bundle=${LARC_BUNDLE_DIR:-.h200bin}
+key="$(cat "$bundle/tree_hash") $(cksum < "$bundle/bundle.tar.xz")"
+if [ "$(cat /tmp/bin/.bundle_key 2>/dev/null)" != "$key" ]; then
+  tar -xJf "$bundle/bundle.tar.xz" -C /tmp/bin && echo "$key" > /tmp/bin/.bundle_key || exit 2
 fi
-export LARC_TREE_HASH=$(cat .h200bin/tree_hash)
+export LARC_TREE_HASH=$(cat "$bundle/tree_hash")
 B=/tmp/bin
 # The bundle's liblarc.so, which tools/fla_diff.py judges FLA's outputs with (the larc package in-process).
 export LARC_LIBRARY=$B/python/larc/liblarc.so
