@@ -6,6 +6,7 @@
 #
 #   tools/h200/kernels_run.sh check   # GPU tests and the gate's small grid (minutes): first look
 #   tools/h200/kernels_run.sh first-look  # KERNELS' GPU tests (GTEST_FILTER), compute-sanitizer and the gate's default grid
+#     (TEST_LIMIT, GATE_LIMIT, SANITIZER_LIMIT: their seconds)
 #   tools/h200/kernels_run.sh gate    # the gate's H200 grid, GPU tests and compute-sanitizer (< 10 min)
 #   tools/h200/kernels_run.sh bench   # the benchmarks beside FLA and SDPA (< 10 min)
 #   tools/h200/kernels_run.sh accuracy  # larc's GDN kernels and FLA's on the same fixtures
@@ -54,9 +55,10 @@ gpu_subjects() {
 subject_args=(); for s in $(gpu_subjects); do subject_args+=(--subject "$s"); done
 
 run_tests() {
-  for t in gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_decode_graph_test; do
+  for t in gpu_device_test gpu_validation_test gpu_varlen_test gpu_kernels_test gpu_large_offsets_test gpu_decode_graph_test \
+           gpu_recorded_cases_test; do
     [ -x $B/$t ] || continue
-    timeout 300 $B/$t --gtest_output=xml:"$out/$t.xml" > "$out/$t.log" 2>&1
+    timeout "${TEST_LIMIT:-300}" $B/$t --gtest_output=xml:"$out/$t.xml" > "$out/$t.log" 2>&1
     echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.log" | tr '\n' ' ')"
   done
 }
