@@ -172,7 +172,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--backward-only", action="store_true", help="only FLA's backward rows")
     ap.add_argument("--backward-peers", default="fla-chunk-delta-rule,fla-chunk-gla",
-                    help="with --backward-only: the peers to time, comma-separated (chunk_gla's first call autotunes for minutes)")
+                    help="FLA's backward peers to time, comma-separated (chunk_gla's first call autotunes for minutes)")
     ap.add_argument("--chunk-gdn-only", action="store_true",
                     help="only the copy bandwidth, the matmul rate and FLA's chunk GDN rows (no backward: chunk_gla's "
                          "autotuning takes minutes)")
@@ -214,7 +214,7 @@ def main():
         result["fla_error"] = repr(e)[:300]
     if not args.chunk_gdn_only:
         try:
-            rows += fla_backward_rows([2048, 8192, 32768])
+            rows += fla_backward_rows([2048, 8192, 32768], tuple(args.backward_peers.split(",")))
         except Exception as e:
             result["fla_backward_error"] = repr(e)[:300]
         rows += sdpa_rows([1 << p for p in range(10, 18)])

@@ -167,12 +167,20 @@ bench|full|perf)
     > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
   install_fla
-  # PEERS_ARGS=--chunk-gdn-only times FLA's chunk GDN alone (the peer of the chunked forwards).
-  PYTHONPATH=/tmp/site timeout 200 python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" ${PEERS_ARGS:-} \
+  # PEERS_ARGS=--chunk-gdn-only times FLA's chunk GDN alone (the peer of the chunked forwards);
+  # PEERS_ARGS="--backward-peers fla-chunk-delta-rule" skips chunk_gla's backward (its autotuning takes minutes).
+  PYTHONPATH=/tmp/site timeout "${PEERS_TIMEOUT:-200}" python3 tools/h200/bench_peers.py --out "$out/bench_peers.json" ${PEERS_ARGS:-} \
     > "$out/bench_peers.txt" 2>&1
   echo "peers: exit $?"
   python3 tools/h200/bench_report.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
     --tree-hash "$LARC_TREE_HASH" --json "$out/bench.json" --markdown "$out/bench.md" --bounds reports/h200/bounds.json | tail -30
+  # Backward rows timed in the same run (KERNELS picking *-backward kernels): their table beside their forwards
+  # and FLA's backward.
+  if grep -q -- '-backward/prefill' "$out/bench_kernels.json" 2>/dev/null; then
+    python3 tools/h200/bench_backward.py --kernels "$out/bench_kernels.json" --peers "$out/bench_peers.json" \
+      --tree-hash "$LARC_TREE_HASH" --markdown "$out/bench_backward.md" --json "$out/bench_backward.json"
+    cat "$out/bench_backward.md"
+  fi
   ;;&
 accuracy|full|perf)
   # The accuracy target "relative error <= FLA's on the same inputs". GDN fixtures in FLA's layout (B=1, T=4096,
@@ -523,6 +531,7 @@ esac
 # test XML) in one archive.
 tar -czf /tmp/everything.tar.gz -C "$out" . && rm -rf "$out"/* && tar -xzf /tmp/everything.tar.gz -C "$out" \
   --wildcards './gate.json' './gate.md' './sanitizers.md' './bench.json' './bench.md' './accuracy.md' './fuzz_summary.json' \
-  './fuzz_summary.md' './fla_diff_grades.md' './profiles.md' './python_larc.json' './python_junit.xml' 2>/dev/null
+  './fuzz_summary.md' './fla_diff_grades.md' './profiles.md' './python_larc.json' './python_junit.xml' \
+  './bench_backward.md' 2>/dev/null
 mv /tmp/everything.tar.gz "$out/everything.tar.gz"
 
