@@ -9,6 +9,7 @@
 #     (TEST_LIMIT, GATE_LIMIT, SANITIZER_LIMIT: their seconds)
 #   tools/h200/kernels_run.sh gate    # the gate's H200 grid, GPU tests and compute-sanitizer (< 10 min)
 #   tools/h200/kernels_run.sh bench   # the benchmarks beside FLA and SDPA (< 10 min)
+#     (BENCH_LIMIT, PEERS_TIMEOUT: their seconds)
 #   tools/h200/kernels_run.sh accuracy  # larc's GDN kernels and FLA's on the same fixtures
 #   tools/h200/kernels_run.sh perf    # bench, then accuracy (one device call: the gate's grid takes another)
 #   tools/h200/kernels_run.sh full    # gate, bench, then accuracy
@@ -162,7 +163,7 @@ gate|full)
   ;;&
 bench|full|perf)
   # Speed, alone on the device.
-  LD_LIBRARY_PATH=$B/lib timeout 180 $B/gpu_kernels_bench ${KERNELS:+--benchmark_filter=$KERNELS} --benchmark_repetitions=3 --benchmark_min_time=0.1 \
+  LD_LIBRARY_PATH=$B/lib timeout "${BENCH_LIMIT:-180}" $B/gpu_kernels_bench ${KERNELS:+--benchmark_filter=$KERNELS} --benchmark_repetitions=3 --benchmark_min_time=0.1 \
     --benchmark_report_aggregates_only=true --benchmark_format=json --benchmark_out="$out/bench_kernels.json" \
     > "$out/bench_kernels.txt" 2>&1
   echo "bench: exit $?"
