@@ -5,7 +5,8 @@
 // and a product reads its fragments with one 32-bit shared load a register.
 //
 // An fp32 value enters as bf16 terms x = hi + mid + lo (each the bf16 rounding of what is left: 24
-// significant bits, all of fp32's), as hi + lo (16 bits), or, for an input, exactly: bf16 in one term,
+// significant bits, all of fp32's, while lo is a normal bf16, |x| ≥ 2^-110; below it the terms round to
+// bf16's subnormal spacing 2^-133), as hi + lo (16 bits), or, for an input, exactly: bf16 in one term,
 // fp16 (11 significant bits) in two. A product takes the term pairs (i, j) with i + j ≤ 2 (the rest
 // is below 2^-24 relative): 6 MMAs for two 3-term operands.
 #pragma once
@@ -67,7 +68,7 @@ __device__ __forceinline__ Operand<T, TERMS, KD> operand_at(void* words, int row
 __device__ __forceinline__ std::uint32_t bits_of(__nv_bfloat162 x) { return *reinterpret_cast<std::uint32_t*>(&x); }
 
 // (first, second) as N bf16 pairs, first in the low half: term n is the bf16 rounding of what terms
-// 0..n−1 left (exact in fp32), so N = 3 carries all 24 bits of an fp32 value.
+// 0..n−1 left (exact in fp32), so N = 3 carries all 24 bits of an fp32 value of magnitude ≥ 2^-110.
 template <int N>
 __device__ __forceinline__ void split_pair(float first, float second, std::uint32_t (&terms)[N]) {
 #pragma unroll
