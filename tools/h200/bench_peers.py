@@ -176,6 +176,8 @@ def main():
     ap.add_argument("--chunk-gdn-only", action="store_true",
                     help="only the copy bandwidth, the matmul rate and FLA's chunk GDN rows (no backward: chunk_gla's "
                          "autotuning takes minutes)")
+    ap.add_argument("--with-sdpa", action="store_true",
+                    help="with --chunk-gdn-only: PyTorch SDPA's rows too (vla-chunked's peer)")
     ap.add_argument("--decode-only", action="store_true",
                     help="only the copy bandwidth and FLA's decode rows (kernels_run.sh decode-bench)")
     args = ap.parse_args()
@@ -212,6 +214,8 @@ def main():
             rows += fla_chunk_rows(chunk_T, [2048, 8192, 32768, 65536])
     except Exception as e:  # a missing or broken FLA is reported, not hidden
         result["fla_error"] = repr(e)[:300]
+    if args.chunk_gdn_only and args.with_sdpa:
+        rows += sdpa_rows([1 << p for p in range(10, 18)])
     if not args.chunk_gdn_only:
         try:
             rows += fla_backward_rows([2048, 8192, 32768], tuple(args.backward_peers.split(",")))
