@@ -86,6 +86,8 @@ def decode_targets(rows):
 
 
 def peer_of(kernel, kind):
+    if "-backward" in kernel:  # a backward's peers are FLA's backward (bench_backward.py's table), not a forward
+        return None
     if kernel.startswith(("gdn-chunked", "kla-chunked")):
         return "fla-chunk-gdn"
     if kernel == "log-linear-chunked":  # FLA has no chunked GDN variant of log-linear attention

@@ -55,6 +55,8 @@ class BenchReport(unittest.TestCase):
         self.assertEqual(bench_report.peer_of("gdn-fused-recurrent", "decode"), "fla-fused-recurrent-gdn")
         self.assertEqual(bench_report.peer_of("hla-fused-recurrent", "prefill"), "sdpa-causal")
         self.assertIsNone(bench_report.peer_of("la-fused-recurrent", "decode"))
+        self.assertIsNone(bench_report.peer_of("gdn-chunked-backward-io", "prefill"))
+        self.assertIsNone(bench_report.peer_of("gdn-fused-recurrent-backward", "prefill"))
 
     def test_tensor_flops_counts_the_products_of_one_chunk(self):
         # One chunk of 64 tokens, one head, D = 128: 5·64²·128 + 3·64·128² multiply-adds, 2 flops each.
