@@ -6,10 +6,11 @@
 #include <boost/multiprecision/float128.hpp>
 #include <boost/multiprecision/gmp.hpp>
 #include <boost/multiprecision/mpfr.hpp>
-// Built with FMA (CMake's LARC_FMA), qd's two_prod — the exact product a·b = p + e under every dd
-// multiplication — takes e from one fused multiply-subtract instead of Dekker's split: the same exact e,
-// so the same dd bits, in two instructions instead of about seventeen.
-#if defined(__FMA__) && !defined(QD_FMS)
+// Built with FMA (CMake's LARC_FMA, which defines LARC_HOST_FMA and hides the target macros from Eigen),
+// qd's two_prod — the exact product a·b = p + e under every dd multiplication — takes e from one fused
+// multiply-subtract instead of Dekker's split: the same exact e, so the same dd bits, in two
+// instructions instead of about seventeen.
+#if defined(LARC_HOST_FMA) && !defined(QD_FMS)
 #define QD_FMS(a, b, c) __builtin_fma((a), (b), -(c))
 #endif
 #include <qd/dd_real.h>
