@@ -60,7 +60,7 @@ if [ $python = 1 ]; then
 fi
 dir=${LARC_BUNDLE_DIR:-.h200bin}
 mkdir -p "$dir"
-# Every program holds the same device code (about 58 MB of fatbin each): a dictionary larger than the whole
+# Every program holds the same device code (tens of MB of fatbin each): a dictionary larger than the whole
 # stage lets xz store it once (a 64 MiB one, xz -9's, spans less than one program). Compressing takes about
 # 11 times the dictionary in memory, unpacking the dictionary.
 tar -cf - -C "$stage" . | xz -T1 --lzma2=preset=9,dict=512MiB > "$dir/bundle.tar.xz"
