@@ -371,8 +371,10 @@ python)
   # PYTEST_WORKERS=N spreads the cases over N pytest-xdist workers (the oracle is CPU work; the GPU is shared);
   # PYTEST_K=EXPR selects tests (pytest -k), e.g. PYTEST_K=backward for the gradient tests alone.
   # TRITON_CACHE_AUTOTUNING: a worker reuses the autotuning another worker finished (Triton's disk cache) rather
-  # than tuning every FLA kernel again in each process. PYTEST_LIMIT bounds pytest's seconds (default 540).
-  PYTHONPATH=$B/python:/tmp/site TRITON_CACHE_AUTOTUNING=1 timeout "${PYTEST_LIMIT:-540}" python3 -m pytest examples/python \
+  # than tuning every FLA kernel again in each process. PYTEST_LIMIT bounds pytest's seconds (default 540); at the
+  # limit pytest gets SIGINT, so that the JUnit file and --larc-json still hold the cases it finished (a kill
+  # 30 s later if it does not stop).
+  PYTHONPATH=$B/python:/tmp/site TRITON_CACHE_AUTOTUNING=1 timeout -s INT -k 30 "${PYTEST_LIMIT:-540}" python3 -m pytest examples/python \
     ${PYTEST_WORKERS:+-n $PYTEST_WORKERS} -p larc.pytest_plugin -p no:cacheprovider \
     ${PYTEST_K:+-k "$PYTEST_K"} --larc --larc-random "${LARC_RANDOM:-4}" --larc-save "$out/python_failures" --larc-json "$out/python_larc.json" \
     --junitxml "$out/python_junit.xml" -o junit_family=legacy -rfEs > "$out/python.txt" 2>&1
