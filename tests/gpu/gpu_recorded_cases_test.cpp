@@ -6,7 +6,6 @@
 
 #include <ostream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "gpu_test_support.h"
@@ -24,20 +23,6 @@ struct RecordedCase {
 
 void PrintTo(const RecordedCase& c, std::ostream* os) { *os << c.spec.reproduce(); }
 
-// A random case of a campaign, as its reproduce command names it.
-CaseSpec random_case(std::string subject, std::string mechanism, Dtype dtype, larc::harness::Shape shape,
-                     std::uint64_t seed, larc::harness::KnobValues knobs) {
-  CaseSpec s;
-  s.subject = std::move(subject);
-  s.mechanism = std::move(mechanism);
-  s.dtype = dtype;
-  s.shape = shape;
-  s.seed = seed;
-  s.knobs = std::move(knobs);
-  s.origin = "random";
-  return s;
-}
-
 std::vector<RecordedCase> recorded_cases() {
   return {
       // reports/h200/backward_chunked/: dh0 (slices 0 and 2) and dk near the chunk boundary at token 120
@@ -45,28 +30,37 @@ std::vector<RecordedCase> recorded_cases() {
       // (T's errors reaching every row); W_k is now formed by forward substitution.
       {"fp16_dh0_dk_where_the_gradient_contracts",
        "dh0 and dk past their tolerances where the gradient contracts (W_k from T)",
-       random_case("gdn-chunked-backward", "gdn-backward", Dtype::fp16, {2, 192, 2, 1, 16}, 16683874812637312672ull,
-                   {{"beta_hi", 0.79353521269673055},
-                    {"beta_lo", 1.889353737278477},
-                    {"collinearity", 0.97072039410629929},
-                    {"cotangents", 2},
-                    {"decay_max", 0.030536007202762016},
-                    {"initial_state", 2},
-                    {"scale_factor", 0.37755811367555486},
-                    {"zero_decay_fraction", 0.40708092727434353}})},
+       {.subject = "gdn-chunked-backward",
+        .mechanism = "gdn-backward",
+        .dtype = Dtype::fp16,
+        .shape = {2, 192, 2, 1, 16},
+        .seed = 16683874812637312672ull,
+        .knobs = {{"beta_hi", 0.79353521269673055},
+                  {"beta_lo", 1.889353737278477},
+                  {"collinearity", 0.97072039410629929},
+                  {"cotangents", 2},
+                  {"decay_max", 0.030536007202762016},
+                  {"initial_state", 2},
+                  {"scale_factor", 0.37755811367555486},
+                  {"zero_decay_fraction", 0.40708092727434353}},
+        .origin = "random"}},
       // reports/emulation/backward_random.md: one chunk, strong decays (G ≈ −50), dh0 7.5× and 29× the
       // float forms' error: the chunk's decays were e^G of G rounded to fp32 (|G|·2^-24 relative); they
       // are now rounded once from the fp64 G.
       {"fp32_dh0_under_strong_decays", "dh0 7.5-29x the float forms' error (decays from fp32 log sums)",
-       random_case("gdn-chunked-backward-io-varlen", "gdn-backward", Dtype::fp32, {1, 9, 2, 31, 12},
-                   13658179824603181133ull,
-                   {{"beta_hi", 0.97883292734695737},
-                    {"beta_lo", 1.0749141781988645},
-                    {"collinearity", 0.79891483590052936},
-                    {"cotangents", 2},
-                    {"decay_max", 10.843781266131709},
-                    {"initial_state", 2},
-                    {"key_set", 1}})},
+       {.subject = "gdn-chunked-backward-io-varlen",
+        .mechanism = "gdn-backward",
+        .dtype = Dtype::fp32,
+        .shape = {1, 9, 2, 31, 12},
+        .seed = 13658179824603181133ull,
+        .knobs = {{"beta_hi", 0.97883292734695737},
+                  {"beta_lo", 1.0749141781988645},
+                  {"collinearity", 0.79891483590052936},
+                  {"cotangents", 2},
+                  {"decay_max", 10.843781266131709},
+                  {"initial_state", 2},
+                  {"key_set", 1}},
+        .origin = "random"}},
   };
 }
 
