@@ -486,4 +486,50 @@ TEST(GradientGate, Fp16GradientDefectsInTheSubnormalRangeStillFail) {
               one_quantum.pass ? "pass" : "FAIL");
 }
 
+// A case outside fp16's range for the io grade alone (an H200 campaign case: KLA with keys of norm
+// 0.008, so β = η/(‖k‖² + ε) reaches ~1e4 and the io baseline's operand Diag(β) V overflows fp16, while
+// the oracle and the float forms stay in range). Every relaxed grade adds one baseline to fp32's, so an
+// output that meets fp32 meets io (docs/gate.md "Precision grades"): the float chunked backward declared
+// io passes, judged at fp32; planted defects fail; a kernel whose operands overflow fp16 as the io
+// baseline's do returns NaN there and fails.
+TEST(GradientGate, AnOutputMeetingFp32MeetsIoWhereTheIoBaselineLeavesTheRange) {
+  const h::Mechanism& m = h::find_mechanism("kla-backward");
+  h::CaseSpec s;
+  s.mechanism = m.name;
+  s.dtype = Dtype::fp16;
+  s.shape = {2, 8, 1, 12, 3};
+  s.seed = 7546221449230746072ull;
+  s.knobs = m.resolve_knobs({{"collinearity", 0.85819360567777592}, {"cotangents", 2}, {"decay_max", 0.0013332384809512131},
+                             {"eta_hi", 0.34249252524965085}, {"eta_lo", 0.080630143205967758}, {"initial_state", 1},
+                             {"key_norm", 0.0083353368237452288}, {"zero_decay_fraction", 0.82205373344640842}});
+  const h::PreparedCase p = h::prepare_case(s);
+  const h::GradeDeclaration io{.grade = h::Grade::io, .chunk = 64};
+  const h::ValueMap inputs = h::decode_all(p.inputs);
+  const h::ValueMap chunked = m.compute(inputs, h::Precision::f32, larc::ref::Form::chunked, 64);
+  auto judged = [&](const h::ValueMap& v, const char* what) {
+    const h::CaseResult r = h::judge_candidate(p, rounded_outputs(p, v), io);
+    std::printf("io baseline outside fp16's range, %s: worst ratio %9.3g  %s\n", what, worst_ratio_of(r), r.pass ? "pass" : "FAIL");
+    return r;
+  };
+  const h::CaseResult honest = judged(chunked, "float chunked backward");
+  bool io_alone_fails = false;  // the premise: some output's io judgement fails on its baseline alone
+  for (const h::Judgement& j : honest.outputs) {
+    io_alone_fails = io_alone_fails || !j.grades.at("io").pass;
+    EXPECT_EQ(j.grade_met, "fp32") << j.output;
+  }
+  EXPECT_TRUE(io_alone_fails);
+  EXPECT_TRUE(honest.pass) << (honest.errors.empty() ? "" : honest.errors.front());
+  auto edited = [&](const char* output, double factor, const char* what) {
+    h::ValueMap v = chunked;
+    for (double& x : v.at(output).data) x *= factor;
+    return judged(v, what);
+  };
+  EXPECT_FALSE(edited("dk", 1.5, "dk x 1.5").pass);
+  EXPECT_FALSE(edited("dv", 1.05, "dv x 1.05").pass);
+  EXPECT_FALSE(edited("deta", 1.05, "deta x 1.05").pass);
+  EXPECT_FALSE(edited("dh0", 1.01, "dh0 x 1.01").pass);
+  const h::ValueMap overflowing = m.compute_io(inputs, h::io_operand_format(h::Grade::io, Dtype::fp16), 64);
+  EXPECT_FALSE(judged(overflowing, "fp16 operands (the io baseline itself)").pass);
+}
+
 }  // namespace
