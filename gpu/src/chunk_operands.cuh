@@ -343,11 +343,6 @@ __device__ __forceinline__ void copy_rows(const Operand<T, TERMS, KD>& dst, cons
   }
 }
 
-// `words` (a multiple of 4) from global to shared memory by cp.async; THREADS: the block's.
-template <int THREADS = kBlockThreads>
-__device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {
-  for (int e = threadIdx.x; e < words / 4; e += THREADS) copy_async16(dst + 4 * e, src + 4 * e);
-}
 // Columns [col0, col0 + COLS) of the fp32 matrix src [ROWS][V] into dst [ROWS][pitch] (zero past V):
 // by cp.async when V % 4 == 0 (16-byte rows), else by plain loads. COLS % 4 == 0.
 template <int THREADS, int ROWS, int COLS>

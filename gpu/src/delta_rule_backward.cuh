@@ -22,7 +22,9 @@
 // States are recomputed, not stored: a forward pass writes the state entering every chunk of kChunk
 // tokens to the workspace; the reverse pass, chunk by chunk from the last, recomputes the chunk's states
 // from its checkpoint into shared memory (each lane its own slots) with the forward's arithmetic, then
-// walks the chunk backwards.
+// walks the chunk backwards. Both passes stage inputs as the forward kernel does (its ChunkLoader, double
+// buffers): the global loads of the next chunk — and in the reverse pass its do and, by cp.async, its
+// checkpoint — are in flight while the current chunk runs.
 #pragma once
 
 #include <cstdint>
@@ -103,53 +105,30 @@ __device__ __forceinline__ bool sequence_bounds(const Params<T>& p, std::int64_t
   return 0 <= bos && bos <= eos && eos <= p.tokens;
 }
 
-// Shared memory of one block, in floats: a chunk's staged inputs, its recomputed states and written
-// values (lane-private slots), and the per-warp sums over columns before they are summed over warps.
+// The inputs as the backward stages them: q̂ = scale·q whatever the forward's read, since dS += q̂ doᵀ.
+template <class Pol>
+using Staging = delta_rule::Policy<Pol::decay, Pol::write, delta_rule::Read::scaled_query>;
+
+// Shared memory of one block, in floats: two staging buffers of a chunk's inputs and two of its do
+// columns (the chunk being run and the next), two checkpoint buffers ([j][thread], filled by cp.async),
+// the chunk's recomputed states and written values (lane-private slots), and the per-warp sums over
+// columns before they are summed over warps.
 template <class Pol, int KMAX>
 struct Layout {
   using G = Geo<KMAX>;
   static constexpr int C = kChunk<KMAX>;
-  static constexpr int keys = C * G::key_pitch;  // k, q̂ (and a) rows in the forward kernel's slots
-  static constexpr int k = 0, q = k + keys, decay = q + keys;
-  static constexpr int v = decay + (Pol::decay == Decay::channel ? keys : 0);
-  static constexpr int d_o = v + C * G::tile_v;
-  static constexpr int alpha = d_o + C * G::tile_v, beta = alpha + C;
-  static constexpr int states = (beta + C + 3) / 4 * 4;            // [t][j][thread]
-  static constexpr int written = states + C * G::rows * kThreads;  // u_t per lane: [t][thread]
-  static constexpr int residual = written + C * kThreads;          // r_t per lane
-  static constexpr int row_sums = residual + C * kThreads;         // [quantity][t][warp][KMAX]
+  static constexpr int buffer = delta_rule::staging_floats<Staging<Pol>, G>(C);  // one staging buffer
+  static constexpr int staging = 0;
+  static constexpr int d_o = staging + 2 * buffer;                     // [t][tile_v] a buffer
+  static constexpr int checkpoint = d_o + 2 * C * G::tile_v;           // [j][thread] a buffer
+  static constexpr int states = checkpoint + 2 * G::rows * kThreads;  // [t][j][thread]
+  static constexpr int written = states + C * G::rows * kThreads;      // u_t per lane: [t][thread]
+  static constexpr int residual = written + C * kThreads;              // r_t per lane
+  static constexpr int row_sums = residual + C * kThreads;             // [quantity][t][warp][KMAX]
   static constexpr int scalar_sums = row_sums + kRowQuantities<Pol> * C * kWarps * KMAX;  // [quantity][t][warp]
   static constexpr int floats = scalar_sums + kScalarQuantities<Pol> * C * kWarps;
+  static_assert(buffer % 4 == 0 && (C * G::tile_v) % 4 == 0, "cp.async needs 16-byte aligned checkpoint buffers");
 };
-
-// Stages tokens [t0, t0 + n) of the sequence as fp32: k and q̂ = scale·q in the forward kernel's key slots
-// (rows ≥ K zero), a = e^{gk} (channel decay), this tile's v and do columns (zero past V), α = e^{g}, and β
-// (KLA: η). Ends with the block synchronised.
-template <class Pol, class T, int KMAX>
-__device__ void stage(float* smem, const Params<T>& p, std::int64_t b, int h, std::int64_t t0, int n, int tile) {
-  using G = Geo<KMAX>;
-  using L = Layout<Pol, KMAX>;
-  const TokenRows<const T> q = delta_rule::rows_of(p.q, b, h / p.group), k = delta_rule::rows_of(p.k, b, h / p.group),
-                           v = delta_rule::rows_of(p.v, b, h), d_o = delta_rule::rows_of(p.d_o, b, h),
-                           gate = delta_rule::rows_of(p.gate, b, h), step = delta_rule::rows_of(p.step, b, h);
-  for (int e = threadIdx.x; e < n * KMAX; e += kThreads) {
-    const int t = e / KMAX, r = e % KMAX, slot = t * G::key_pitch + delta_rule::key_slot<G>(r);
-    const bool in = r < p.K;
-    smem[L::k + slot] = in ? to_float(k(t0 + t, r)) : 0.f;
-    smem[L::q + slot] = in ? p.scale * to_float(q(t0 + t, r)) : 0.f;
-    if constexpr (Pol::decay == Decay::channel) smem[L::decay + slot] = in ? exp_rounded_once(to_float(gate(t0 + t, r))) : 0.f;
-  }
-  for (int e = threadIdx.x; e < n * G::tile_v; e += kThreads) {
-    const int t = e / G::tile_v, col = tile * G::tile_v + e % G::tile_v;
-    smem[L::v + e] = col < p.V ? to_float(v(t0 + t, col)) : 0.f;
-    smem[L::d_o + e] = col < p.V ? to_float(d_o(t0 + t, col)) : 0.f;
-  }
-  for (int t = threadIdx.x; t < n; t += kThreads) {
-    if constexpr (Pol::decay == Decay::scalar) smem[L::alpha + t] = exp_rounded_once(to_float(gate(t0 + t)));
-    if constexpr (Pol::delta) smem[L::beta + t] = to_float(step(t0 + t));
-  }
-  __syncthreads();
-}
 
 // This lane's rows of staged token t's k (and a), and its column's α, β and v; KLA's β = η / (‖k‖² + ε)
 // with ‖k‖² summed as the forward kernel sums it, so the recomputed states are its states bit for bit.
@@ -159,14 +138,13 @@ struct TokenOperands {
   float k[G::rows], a[Pol::decay == Decay::channel ? G::rows : 1];
   float alpha = 1.f, beta = 1.f, v = 0.f;
 
-  __device__ __forceinline__ TokenOperands(const float* smem, int t, int first_run, int col_in_tile, float eps) {
-    using L = Layout<Pol, KMAX>;
-    delta_rule::load_rows<G>(k, smem + L::k + t * G::key_pitch, first_run);
-    if constexpr (Pol::decay == Decay::channel) delta_rule::load_rows<G>(a, smem + L::decay + t * G::key_pitch, first_run);
-    if constexpr (Pol::decay == Decay::scalar) alpha = smem[L::alpha + t];
-    if constexpr (Pol::delta) beta = smem[L::beta + t];
+  __device__ __forceinline__ TokenOperands(const delta_rule::Staged& s, int t, int first_run, int col_in_tile, float eps) {
+    delta_rule::load_rows<G>(k, s.k + t * G::key_pitch, first_run);
+    if constexpr (Pol::decay == Decay::channel) delta_rule::load_rows<G>(a, s.decay + t * G::key_pitch, first_run);
+    if constexpr (Pol::decay == Decay::scalar) alpha = s.alpha[t];
+    if constexpr (Pol::delta) beta = s.step[t];
     if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (delta_rule::column_dot<G>(k, k) + eps);
-    v = smem[L::v + t * G::tile_v + col_in_tile];
+    v = s.v[t * G::tile_v + col_in_tile];
   }
 
   // S ← decay(S), in place.
@@ -227,6 +205,7 @@ template <class Pol, class T, int KMAX>
 __global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p) {
   using G = Geo<KMAX>;
   using L = Layout<Pol, KMAX>;
+  static_assert(!Pol::ratio, "ratio LA's normaliser has no adjoint here");
   constexpr int R = G::rows, C = L::C;
   float4* const smem_vec = dynamic_shared<float4>();
   float* const smem = reinterpret_cast<float*>(smem_vec);
@@ -258,53 +237,96 @@ __global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p
   float* const checkpoints =
       p.checkpoints + ((static_cast<std::int64_t>(h) * p.tiles + tile) * p.slots + packed0 / C + n) * (R * kThreads);
   const TokenRows<T> dv_rows = delta_rule::rows_of(p.dv, b, h);
+  const delta_rule::SequenceInputs<T> in{delta_rule::rows_of(p.q, b, h / p.group), delta_rule::rows_of(p.k, b, h / p.group),
+                                         delta_rule::rows_of(p.v, b, h), delta_rule::rows_of(p.gate, b, h),
+                                         delta_rule::rows_of(p.step, b, h), K, V};
+  const TokenRows<const T> d_o_rows = delta_rule::rows_of(p.d_o, b, h);
+  delta_rule::ChunkLoader<Staging<Pol>, T, KMAX, C> inputs{};  // {}: every path loads before it stores; GCC cannot see it
+  delta_rule::ColumnTileLoader<T, G, C> d_o_columns{};
+  const auto staged = [&](int buffer) {
+    return delta_rule::staged_at<Staging<Pol>, G>(smem + L::staging + buffer * L::buffer, C);
+  };
+  const auto staged_d_o = [&](int buffer) { return smem + L::d_o + buffer * C * G::tile_v; };
+  const auto checkpoint_buffer = [&](int buffer) { return smem + L::checkpoint + buffer * (R * kThreads); };
+  const auto prefetch_checkpoint = [&](std::int64_t c, int buffer) {  // chunk c's checkpoint, by the whole block
+    copy_words_async<kThreads>(checkpoint_buffer(buffer), checkpoints + c * (R * kThreads), R * kThreads);
+    commit_async();
+  };
+  const auto tokens_from = [&](std::int64_t c0) { return static_cast<int>(length - c0 < C ? length - c0 : C); };
 
-  // Forward: the state entering every chunk, to its checkpoint slot.
+  // Forward: the state entering every chunk, to its checkpoint slot; chunk c + 1's inputs load while chunk
+  // c runs, and the last chunk's stay staged for the reverse pass.
   float S[R];
   delta_rule::load_column<R>(S, state_column(p.initial_state), p.initial_state.s2, rows_in);
+  int buffer = 0;
+  if (length > 0) {
+    inputs.load(in, bos, tokens_from(0), tile);
+    inputs.store(staged(buffer), K, p.scale, tokens_from(0));
+    __syncthreads();
+  }
   for (std::int64_t c0 = 0; c0 < length; c0 += C) {
-    const int count = static_cast<int>(length - c0 < C ? length - c0 : C);
-    stage<Pol, T, KMAX>(smem, p, b, h, bos + c0, count, tile);
+    const int count = tokens_from(c0);
+    const bool more = c0 + C < length;
+    if (more) inputs.load(in, bos + c0 + C, tokens_from(c0 + C), tile);  // in flight during this chunk
     float* const slot = checkpoints + (c0 / C) * (R * kThreads) + threadIdx.x;
 #pragma unroll
     for (int j = 0; j < R; ++j) slot[j * kThreads] = S[j];
+    const delta_rule::Staged s = staged(buffer);
     for (int t = 0; t < count; ++t) {
       float residual;
-      forward_step<Pol, KMAX>(S, TokenOperands<Pol, KMAX>(smem, t, first_run, col_in_tile, p.eps), residual);
+      forward_step<Pol, KMAX>(S, TokenOperands<Pol, KMAX>(s, t, first_run, col_in_tile, p.eps), residual);
     }
-    __syncthreads();  // the next chunk's staging overwrites these inputs
+    if (more) {
+      inputs.store(staged(buffer ^ 1), K, p.scale, tokens_from(c0 + C));
+      buffer ^= 1;
+    }
+    __syncthreads();  // the next buffer is written (and the checkpoints, read back by other threads below)
   }
 
-  // Reverse, chunk by chunk from the last.
+  // Reverse, chunk by chunk from the last: chunk c − 1's inputs, do and checkpoint load while chunk c runs.
   float dS[R];
   delta_rule::load_column<R>(dS, state_column(p.d_final), p.d_final.s2, rows_in);
   const std::int64_t chunks = (length + C - 1) / C;
+  if (chunks > 0) {
+    const std::int64_t last0 = (chunks - 1) * C;
+    prefetch_checkpoint(chunks - 1, buffer);
+    d_o_columns.load(d_o_rows, bos + last0, tokens_from(last0), tile, V);
+    d_o_columns.store(staged_d_o(buffer), tokens_from(last0));
+    wait_async<0>();
+    __syncthreads();
+  }
   for (std::int64_t c = chunks - 1; c >= 0; --c) {
     const std::int64_t c0 = c * C;
-    const int count = static_cast<int>(length - c0 < C ? length - c0 : C);
-    stage<Pol, T, KMAX>(smem, p, b, h, bos + c0, count, tile);
-    {  // recompute the chunk's states: S_{t−1} of every token, and its u and r
-      const float* const slot = checkpoints + c * (R * kThreads) + threadIdx.x;
-#pragma unroll
-      for (int j = 0; j < R; ++j) S[j] = slot[j * kThreads];
+    const int count = tokens_from(c0);
+    if (c > 0) {  // chunk c − 1 is whole: C tokens
+      inputs.load(in, bos + c0 - C, C, tile);
+      d_o_columns.load(d_o_rows, bos + c0 - C, C, tile, V);
     }
+    const delta_rule::Staged s = staged(buffer);
+    const float* const staged_do = staged_d_o(buffer);
+    {  // recompute the chunk's states: S_{t−1} of every token, and its u and r
+      const float* const entering = checkpoint_buffer(buffer) + threadIdx.x;
+#pragma unroll
+      for (int j = 0; j < R; ++j) S[j] = entering[j * kThreads];
+    }
+    if (c > 0) prefetch_checkpoint(c - 1, buffer ^ 1);
     for (int t = 0; t < count; ++t) {
 #pragma unroll
       for (int j = 0; j < R; ++j) smem[L::states + (t * R + j) * kThreads + threadIdx.x] = S[j];
       float residual;
       smem[L::written + t * kThreads + threadIdx.x] =
-          forward_step<Pol, KMAX>(S, TokenOperands<Pol, KMAX>(smem, t, first_run, col_in_tile, p.eps), residual);
+          forward_step<Pol, KMAX>(S, TokenOperands<Pol, KMAX>(s, t, first_run, col_in_tile, p.eps), residual);
       smem[L::residual + t * kThreads + threadIdx.x] = residual;
     }
     for (int t = count - 1; t >= 0; --t) {
-      const TokenOperands<Pol, KMAX> x(smem, t, first_run, col_in_tile, p.eps);
+      const TokenOperands<Pol, KMAX> x(s, t, first_run, col_in_tile, p.eps);
       float q[R], decayed[R], dq[R], dk[R];
-      delta_rule::load_rows<G>(q, smem + L::q + t * G::key_pitch, first_run);
+      delta_rule::load_rows<G>(q, s.q + t * G::key_pitch, first_run);
 #pragma unroll
       for (int j = 0; j < R; ++j) decayed[j] = smem[L::states + (t * R + j) * kThreads + threadIdx.x];
       x.decay(decayed);  // S̃
       const float u = smem[L::written + t * kThreads + threadIdx.x];
-      const float d_o = smem[L::d_o + t * G::tile_v + col_in_tile];
+      const float d_o = staged_do[t * G::tile_v + col_in_tile];
 #pragma unroll
       for (int j = 0; j < R; ++j) {
         dq[j] = fmaf(x.k[j], u, decayed[j]) * d_o;  // S_t do, this column's term
@@ -379,7 +401,13 @@ __global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p
       p.scalars[((quantity * static_cast<std::int64_t>(p.tiles) + tile) * packed_tokens + packed_chunk + t) * p.H + h] =
           (w[0] + w[1]) + (w[2] + w[3]);
     }
-    __syncthreads();  // the next chunk's staging overwrites this one's shared memory
+    if (c > 0) {
+      inputs.store(staged(buffer ^ 1), K, p.scale, C);
+      d_o_columns.store(staged_d_o(buffer ^ 1), C);
+      wait_async<0>();
+      buffer ^= 1;
+    }
+    __syncthreads();  // chunk c − 1 is staged; the sums above may be overwritten
   }
   if (d_initial_col != nullptr) delta_rule::store_column<R>(d_initial_col, p.d_initial.s2, rows_in, dS);
 }

@@ -604,7 +604,7 @@ __global__ void __launch_bounds__(kThreads, 1) state_pass(const Params<T> p) {
     float* const record = record_of<T, KP>(p, h, first_slot + c);
     copy_operand_async(w_op, operand_at<T, kStateTerms, KP>(R::w(record), kChunk));
     copy_column_tile_async<kThreads, kChunk, kTileV>(u_s, sp, R::u(record), V, col0);
-    copy_words_async(gamma_s, R::gamma(record, V), kChunk);
+    copy_words_async<kBlockThreads>(gamma_s, R::gamma(record, V), kChunk);
     commit_async();
   };
   const auto stage_kt = [&](std::int64_t c) {

@@ -166,17 +166,43 @@ __device__ __forceinline__ int key_slot(int r) {
   return (r / G::run) * G::run_stride + r % G::run;
 }
 
+// One tile's tile_v value columns of a chunk (≤ CHUNK tokens) of a [T, V] row set (v, or the backward's
+// do), held in registers between the global loads and the shared stores: element e = (token, column)
+// goes to thread e % kThreads; columns ≥ V load as zeros, tokens past the chunk are neither loaded nor
+// stored.
+template <class T, class G, int CHUNK>
+struct ColumnTileLoader {
+  static constexpr int kLoads = (CHUNK * G::tile_v + kThreads - 1) / kThreads;
+  T x[kLoads];
+
+  __device__ __forceinline__ void load(const TokenRows<const T>& rows, std::int64_t t0, int n, int tile, int V) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int e = threadIdx.x + i * kThreads, t = e / G::tile_v, col = tile * G::tile_v + e % G::tile_v;
+      x[i] = t < n && col < V ? rows(t0 + t, col) : T{};
+    }
+  }
+  // As fp32 into dst [token][tile_v], tokens [0, n).
+  __device__ __forceinline__ void store(float* dst, int n) const {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int e = threadIdx.x + i * kThreads;
+      if (e / G::tile_v < n) dst[e] = to_float(x[i]);
+    }
+  }
+};
+
 // The raw inputs of one chunk (≤ CHUNK tokens) held in registers between the global loads and the
 // shared stores. Element e of a chunk goes to thread e % kThreads; elements past the chunk's tokens
 // are neither loaded nor stored.
 template <class Pol, class T, int KMAX, int CHUNK>
 struct ChunkLoader {
   using G = GeometryFor<KMAX, CHUNK>;
-  static constexpr int kKeyLoads = (CHUNK * KMAX + kThreads - 1) / kThreads;        // k, q (and gk) per thread
-  static constexpr int kValueLoads = (CHUNK * G::tile_v + kThreads - 1) / kThreads;  // v per thread
+  static constexpr int kKeyLoads = (CHUNK * KMAX + kThreads - 1) / kThreads;  // k, q (and gk) per thread
   static_assert(CHUNK <= kThreads, "one thread loads each token's gates");
 
-  T k[kKeyLoads], q[kKeyLoads], gk[Pol::decay == Decay::channel ? kKeyLoads : 1], v[kValueLoads];
+  T k[kKeyLoads], q[kKeyLoads], gk[Pol::decay == Decay::channel ? kKeyLoads : 1];
+  ColumnTileLoader<T, G, CHUNK> v;
   T gate{}, step{};
 
   // Tokens [t0, t0 + n) of the sequence, n ≤ capacity; t0 is the absolute token index.
@@ -189,11 +215,7 @@ struct ChunkLoader {
       q[i] = loaded ? in.q(t0 + t, r) : T{};
       if constexpr (Pol::decay == Decay::channel) gk[i] = loaded ? in.gate(t0 + t, r) : T{};
     }
-#pragma unroll
-    for (int i = 0; i < kValueLoads; ++i) {
-      const int e = threadIdx.x + i * kThreads, t = e / G::tile_v, col = tile * G::tile_v + e % G::tile_v;
-      v[i] = t < n && col < in.V ? in.v(t0 + t, col) : T{};
-    }
+    v.load(in.v, t0, n, tile, in.V);
     const int t = threadIdx.x;
     if constexpr (Pol::decay == Decay::scalar) gate = t < n ? in.gate(t0 + t) : T{};
     if constexpr (Pol::delta) step = t < n ? in.step(t0 + t) : T{};
@@ -218,11 +240,7 @@ struct ChunkLoader {
       s.q[slot] = in ? qf : 0.f;
       if constexpr (Pol::decay == Decay::channel) s.decay[slot] = in ? exp_rounded_once(to_float(gk[i])) : 0.f;
     }
-#pragma unroll
-    for (int i = 0; i < kValueLoads; ++i) {
-      const int e = threadIdx.x + i * kThreads;
-      if (e / G::tile_v < n) s.v[e] = to_float(v[i]);  // zero-filled at load for columns ≥ V
-    }
+    v.store(s.v, n);
     const int t = threadIdx.x;
     if (t < n) {
       if constexpr (Pol::decay == Decay::scalar) s.alpha[t] = exp_rounded_once(to_float(gate));

@@ -41,6 +41,13 @@ __device__ __forceinline__ float exp_rounded_once(double x) { return static_cast
 // The feature map φ(x) = ELU(x) + 1 of ratio linear attention and VLA.
 __device__ __forceinline__ float elu_plus_one(float x) { return x > 0.f ? x + 1.f : exp_rounded_once(x); }
 
+// `words` (a multiple of 4; both addresses 16-byte aligned) from global to shared memory by cp.async,
+// shared by the block's THREADS threads.
+template <int THREADS>
+__device__ __forceinline__ void copy_words_async(float* dst, const float* src, int words) {
+  for (int e = threadIdx.x; e < words / 4; e += THREADS) copy_async16(dst + 4 * e, src + 4 * e);
+}
+
 // A validated tensor as a kernel argument: base pointer and the strides (elements) of its first four
 // dimensions; offsets are 64-bit so tensors past 2^31 elements index correctly.
 template <typename T>

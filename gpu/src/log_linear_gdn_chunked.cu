@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kThreads, 1) level_pass(const Params<T> p) {
     __syncthreads();  // the previous chunk's operands are read no more
     copy_operand_async(w_op, operand_at<T, kStateTerms, KP>(R::w(record), kChunk));
     copy_operand_async(kt_op, operand_at<T, kStateTerms, kChunk>(R::kt(record), KP));
-    copy_words_async(gamma_s, R::gamma(record, V), kChunk);
+    copy_words_async<kBlockThreads>(gamma_s, R::gamma(record, V), kChunk);
     commit_async();
     for (int e = threadIdx.x; e < L::kU; e += kThreads) {
       const int i = e / kLevelTileV, col = col0 + e % kLevelTileV;
