@@ -494,14 +494,16 @@ TEST(GradientGate, Fp16GradientDefectsInTheSubnormalRangeStillFail) {
 // baseline's do returns NaN there and fails.
 TEST(GradientGate, AnOutputMeetingFp32MeetsIoWhereTheIoBaselineLeavesTheRange) {
   const h::Mechanism& m = h::find_mechanism("kla-backward");
-  h::CaseSpec s;
-  s.mechanism = m.name;
-  s.dtype = Dtype::fp16;
-  s.shape = {2, 8, 1, 12, 3};
-  s.seed = 7546221449230746072ull;
-  s.knobs = m.resolve_knobs({{"collinearity", 0.85819360567777592}, {"cotangents", 2}, {"decay_max", 0.0013332384809512131},
-                             {"eta_hi", 0.34249252524965085}, {"eta_lo", 0.080630143205967758}, {"initial_state", 1},
-                             {"key_norm", 0.0083353368237452288}, {"zero_decay_fraction", 0.82205373344640842}});
+  const h::CaseSpec s{
+      .subject = {},
+      .mechanism = m.name,
+      .dtype = Dtype::fp16,
+      .shape = {2, 8, 1, 12, 3},
+      .seed = 7546221449230746072ull,
+      .knobs = m.resolve_knobs({{"collinearity", 0.85819360567777592}, {"cotangents", 2},
+                                {"decay_max", 0.0013332384809512131}, {"eta_hi", 0.34249252524965085},
+                                {"eta_lo", 0.080630143205967758}, {"initial_state", 1},
+                                {"key_norm", 0.0083353368237452288}, {"zero_decay_fraction", 0.82205373344640842}})};
   const h::PreparedCase p = h::prepare_case(s);
   const h::GradeDeclaration io{.grade = h::Grade::io, .chunk = 64};
   const h::ValueMap inputs = h::decode_all(p.inputs);
