@@ -4,11 +4,12 @@
 // never TF32),
 // and a product reads its fragments with one 32-bit shared load a register.
 //
-// An fp32 value enters as bf16 terms x = hi + mid + lo (each the bf16 rounding of what is left: 24
-// significant bits, all of fp32's, while lo is a normal bf16, |x| ≥ 2^-110; below it the terms round to
-// bf16's subnormal spacing 2^-133), as hi + lo (16 bits), or, for an input, exactly: bf16 in one term,
-// fp16 (11 significant bits) in two. A product takes the term pairs (i, j) with i + j ≤ 2 (the rest
-// is below 2^-24 relative): 6 MMAs for two 3-term operands.
+// An fp32 value enters as bf16 terms x = hi + 2^-8 mid + 2^-16 lo (each the bf16 rounding of what is left,
+// stored scaled up by 2^8 a term so that it is as large as hi: 24 significant bits, all of fp32's, for every
+// fp32 value — unscaled, a term below 2^-126 would round to bf16's subnormal spacing 2^-133 and the split
+// would carry all 24 bits only for |x| ≥ 2^-110), as hi + 2^-8 lo (16 bits), or, for an input, exactly:
+// bf16 in one term, fp16 (11 significant bits) in two. A product takes the term pairs (i, j) with i + j ≤ 2
+// (the rest is below 2^-24 relative): 6 MMAs for two 3-term operands.
 #pragma once
 
 #include <cstdint>
@@ -67,8 +68,12 @@ __device__ __forceinline__ Operand<T, TERMS, KD> operand_at(void* words, int row
 
 __device__ __forceinline__ std::uint32_t bits_of(__nv_bfloat162 x) { return *reinterpret_cast<std::uint32_t*>(&x); }
 
-// (first, second) as N bf16 pairs, first in the low half: term n is the bf16 rounding of what terms
-// 0..n−1 left (exact in fp32), so N = 3 carries all 24 bits of an fp32 value of magnitude ≥ 2^-110.
+// Term n of a split value is stored as 2^(8n) × its share: one bf16 significand up a term.
+constexpr float kTermScale = 256.f, kTermUnscale = 1.f / 256.f;
+
+// (first, second) as N bf16 pairs, first in the low half: term n is the bf16 rounding of 2^(8n) × what
+// terms 0..n−1 left (the remainder and its scaling exact in fp32: it is at most half an ulp of the term
+// before, so it is never scaled past that term's size), so N = 3 carries all 24 bits of any fp32 value.
 template <int N>
 __device__ __forceinline__ void split_pair(float first, float second, std::uint32_t (&terms)[N]) {
 #pragma unroll
@@ -76,29 +81,35 @@ __device__ __forceinline__ void split_pair(float first, float second, std::uint3
     const __nv_bfloat162 h = __floats2bfloat162_rn(first, second);
     const float2 hf = __bfloat1622float2(h);
     terms[n] = bits_of(h);
-    first -= hf.x;
-    second -= hf.y;
+    first = (first - hf.x) * kTermScale;
+    second = (second - hf.y) * kTermScale;
   }
 }
 
 // acc += A · B for one m16n8k16 block from bf16 term fragments: the term pairs (i, j) with i + j ≤ 2
-// (the rest is below 2^-24 relative) into two zeroed fragments — hi·hi alone, the corrections smallest
-// first — added to acc in fp32 (round to nearest): the tensor cores' own accumulation truncates, so a
-// sum kept to one block of exact hi·hi products (a single product: exact) and corrections 2^-8 smaller
-// errs like one rounding.
+// (the rest is below 2^-24 relative; a pair's product carries 2^(8(i+j))) into two zeroed fragments —
+// hi·hi alone; the corrections smallest first: the pairs of order 2, brought to order 1's scale by an exact
+// 2^-8, then order 1's — unscaled and added to acc in fp32 (round to nearest): the tensor cores' own
+// accumulation truncates, so a sum kept to one block of exact hi·hi products (a single product: exact)
+// and corrections 2^-8 smaller errs like one rounding.
 template <int TA, int TB>
 __device__ __forceinline__ void mma_terms(float (&acc)[4], const std::uint32_t (&fa)[TA][4], const std::uint32_t (&fb)[TB][2]) {
   float hi[4] = {0.f, 0.f, 0.f, 0.f};
   mma_bf16(hi, fa[0], fb[0][0], fb[0][1]);
   if constexpr (TA > 1 || TB > 1) {
     float lo[4] = {0.f, 0.f, 0.f, 0.f};
+    if constexpr (TA + TB >= 4) {  // a pair of order 2 exists
 #pragma unroll
-    for (int order = 2; order >= 1; --order)
+      for (int ta = 0; ta < TA && ta <= 2; ++ta)
+        if (const int tb = 2 - ta; tb < TB) mma_bf16(lo, fa[ta], fb[tb][0], fb[tb][1]);
 #pragma unroll
-      for (int ta = 0; ta < TA; ++ta)
-        if (const int tb = order - ta; tb >= 0 && tb < TB) mma_bf16(lo, fa[ta], fb[tb][0], fb[tb][1]);
+      for (int r = 0; r < 4; ++r) lo[r] *= kTermUnscale;
+    }
 #pragma unroll
-    for (int r = 0; r < 4; ++r) acc[r] += hi[r] + lo[r];
+    for (int ta = 0; ta < TA && ta <= 1; ++ta)
+      if (const int tb = 1 - ta; tb < TB) mma_bf16(lo, fa[ta], fb[tb][0], fb[tb][1]);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[r] += fmaf(lo[r], kTermUnscale, hi[r]);
   } else {
 #pragma unroll
     for (int r = 0; r < 4; ++r) acc[r] += hi[r];
@@ -244,15 +255,16 @@ __device__ __forceinline__ void store_columns(const Operand<T, TERMS, KD>& op, c
   }
 }
 
-// Element (row, k) of op, the sum of its terms.
+// Element (row, k) of op, the sum of its terms, each unscaled (split_pair).
 template <class T, int TERMS, int KD>
 __device__ __forceinline__ float element(const Operand<T, TERMS, KD>& op, int row, int k) {
   if constexpr (kMma<T>) {
-    float x = 0.f;
+    float x = 0.f, unit = 1.f;
 #pragma unroll
     for (int n = 0; n < TERMS; ++n) {
       const std::uint32_t w = op.at(n, row, k / 2);
-      x += __uint_as_float(k % 2 == 0 ? w << 16 : w & 0xffff0000u);
+      x = fmaf(__uint_as_float(k % 2 == 0 ? w << 16 : w & 0xffff0000u), unit, x);
+      unit *= kTermUnscale;
     }
     return x;
   } else {
