@@ -1,15 +1,14 @@
 // Shared-memory operands and warp-level products of the chunked kernels (delta_rule_chunked.cuh,
 // log_linear_chunked.cu): every operand is split once into bf16 planes laid out for the m16n8k16
 // fragments (bf16/fp16 inputs, tensor cores) or kept in fp32 (fp32 inputs: FMA in fp64, rounded once —
-// never TF32),
-// and a product reads its fragments with one 32-bit shared load a register.
+// never TF32), and a product reads its fragments with one 32-bit shared load a register.
 //
 // An fp32 value enters as bf16 terms x = hi + 2^-8 mid + 2^-16 lo (each the bf16 rounding of what is left,
 // stored scaled up by 2^8 a term so that it is as large as hi: 24 significant bits, all of fp32's, for every
-// fp32 value — unscaled, a term below 2^-126 would round to bf16's subnormal spacing 2^-133 and the split
-// would carry all 24 bits only for |x| ≥ 2^-110), as hi + 2^-8 lo (16 bits), or, for an input, exactly:
-// bf16 in one term, fp16 (11 significant bits) in two. A product takes the term pairs (i, j) with i + j ≤ 2
-// (the rest is below 2^-24 relative): 6 MMAs for two 3-term operands.
+// fp32 value up to bf16's largest, 3.39e38 — unscaled, a term below 2^-126 would round to bf16's subnormal
+// spacing 2^-133 and the split would carry all 24 bits only for |x| ≥ 2^-110), as hi + 2^-8 lo (16 bits),
+// or, for an input, exactly: bf16 in one term, fp16 (11 significant bits) in two. A product takes the term
+// pairs (i, j) with i + j ≤ 2 (the rest is below 2^-24 relative): 6 MMAs for two 3-term operands.
 #pragma once
 
 #include <cstdint>
@@ -73,7 +72,8 @@ constexpr float kTermScale = 256.f, kTermUnscale = 1.f / 256.f;
 
 // (first, second) as N bf16 pairs, first in the low half: term n is the bf16 rounding of 2^(8n) × what
 // terms 0..n−1 left (the remainder and its scaling exact in fp32: it is at most half an ulp of the term
-// before, so it is never scaled past that term's size), so N = 3 carries all 24 bits of any fp32 value.
+// before, so it is never scaled past that term's size), so N = 3 carries all 24 bits of any fp32 value up
+// to bf16's largest, (2 − 2^-7)·2^127 (above it hi rounds to infinity).
 template <int N>
 __device__ __forceinline__ void split_pair(float first, float second, std::uint32_t (&terms)[N]) {
 #pragma unroll
