@@ -461,9 +461,9 @@ backward)
   # backward") under the gradient gate (docs/gate.md "Gradient cases"): their GPU tests, compute-sanitizer,
   # the gate's grid T ∈ {1, 63, 64, 65} × D ∈ {64, 128, 96} in every dtype with both cotangents, do only,
   # dht only and a random initial state, T = 1000 with one, grouped value heads (HV = 4H) and random
-  # cases.
+  # cases. The recorded fuzz cases (gpu_recorded_cases_test, all gradient cases) run with the GPU tests.
   subject_args=(); for s in $(gpu_subjects | grep -- '-backward'); do subject_args+=(--subject "$s"); done
-  (export GTEST_FILTER=${BACKWARD_TESTS:-'*backward*:*Backward*'}; run_tests) > "$out/tests.txt" 2>&1 &
+  (export GTEST_FILTER=${BACKWARD_TESTS:-'*backward*:*Backward*:*GpuRecordedCases*'}; run_tests) > "$out/tests.txt" 2>&1 &
   start_sanitizers 240 --knob initial_state=2
   gate_group T1-65 120 $(grid 1 63 64 65)
   GATE_KNOBS="--knob cotangents=1 --knob initial_state=2" gate_group do-only-h0-T1-65 100 $(grid 1 63 64 65)
