@@ -214,14 +214,13 @@ def main():
             rows += fla_chunk_rows(chunk_T, [2048, 8192, 32768, 65536])
     except Exception as e:  # a missing or broken FLA is reported, not hidden
         result["fla_error"] = repr(e)[:300]
+    if not args.chunk_gdn_only or args.with_sdpa:
+        rows += sdpa_rows([1 << p for p in range(10, 18)])
     if not args.chunk_gdn_only:
         try:
             rows += fla_backward_rows([2048, 8192, 32768], tuple(args.backward_peers.split(",")))
         except Exception as e:
             result["fla_backward_error"] = repr(e)[:300]
-    if not args.chunk_gdn_only or args.with_sdpa:
-        rows += sdpa_rows([1 << p for p in range(10, 18)])
-    if not args.chunk_gdn_only:
         result["vla_sequential_pytorch"] = {"T": 2048, "B": B, "H": H, "D": D, "dtype": "fp32", "ms": vla_sequential_ms(2048)}
     write_rows(args.out, result, rows)
     print(f"bf16 matmul {result['bf16_matmul_TFLOPs']:.0f} TFLOP/s; copy bandwidth {result['copy_bandwidth_GBps']:.0f} GB/s")
