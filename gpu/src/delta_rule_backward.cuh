@@ -96,12 +96,8 @@ __device__ __forceinline__ bool sequence_bounds(const Params<T>& p, std::int64_t
   eos = p.tokens;
   if (p.cu_seqlens == nullptr) return true;
   b = 0;
-  const auto offset = [&](std::int64_t i) -> std::int64_t {
-    return p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
-                              : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
-  };
-  bos = offset(n);
-  eos = offset(n + 1);
+  bos = delta_rule::sequence_offset(p, n);
+  eos = delta_rule::sequence_offset(p, n + 1);
   return 0 <= bos && bos <= eos && eos <= p.tokens;
 }
 
@@ -425,13 +421,8 @@ __global__ void finalize_gradients(const Params<T> p) {
   const int hq = static_cast<int>(blockIdx.x % Hq);
   const std::int64_t b = p.cu_seqlens != nullptr ? 0 : packed / p.tokens, t = p.cu_seqlens != nullptr ? packed : packed % p.tokens;
   bool tail = false;  // outside every sequence: before the first offset or from the last on
-  if (p.cu_seqlens != nullptr) {
-    const auto offset = [&](std::int64_t i) -> std::int64_t {
-      return p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
-                                : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
-    };
-    tail = t < offset(0) || t >= offset(p.sequences);
-  }
+  if (p.cu_seqlens != nullptr)
+    tail = t < delta_rule::sequence_offset(p, 0) || t >= delta_rule::sequence_offset(p, p.sequences);
   const auto scalar_sum = [&](int quantity, int h) {
     float s = 0.f;
     for (int tile = 0; tile < p.tiles; ++tile)

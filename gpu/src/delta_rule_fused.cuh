@@ -124,6 +124,13 @@ __device__ __forceinline__ TokenRows<T> rows_of(const Strided<T>& s, std::int64_
   return {s.data + b * s.s0 + h * s.s2, s.s1};
 }
 
+// Offset i of FLA's cu_seqlens ([N+1] int32 or int64) of a kernel's parameters p.
+template <class P>
+__device__ __forceinline__ std::int64_t sequence_offset(const P& p, std::int64_t i) {
+  return p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
+                            : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
+}
+
 // The inputs of one sequence and head.
 template <class T>
 struct SequenceInputs {
@@ -345,12 +352,8 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocksPerSm<KMAX, DEP>)) fused_
   std::int64_t b = n, bos = 0, eos = p.tokens;
   if (p.cu_seqlens != nullptr) {
     b = 0;
-    const auto offset = [&](std::int64_t i) -> std::int64_t {
-      return p.cu_seqlens_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
-                                : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
-    };
-    bos = offset(n);
-    eos = offset(n + 1);
+    bos = sequence_offset(p, n);
+    eos = sequence_offset(p, n + 1);
     if (!(0 <= bos && bos <= eos && eos <= p.tokens)) {  // a corrupt cu_seqlens: flag it, touch nothing else
       if constexpr (programmatic) cudaGridDependencySynchronize();  // before the first write
       if (final_col != nullptr) store_column<R>(final_col, p.final_state.s2, rows_in, nullptr);
