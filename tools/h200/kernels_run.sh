@@ -351,10 +351,13 @@ throughput)
   ;;
 ncu)
   # Nsight Compute's speed of light, occupancy, launch statistics and warp states of the first NCU_LAUNCHES
-  # kernels of the benchmark rows NCU_FILTER (a --benchmark_filter regex) picks, clocks left as they are.
+  # kernels of the benchmark rows NCU_FILTER (a --benchmark_filter regex) picks, clocks left as they are;
+  # NCU_KERNELS, a regex on the kernels' function names, leaves out the rest (the rows' input fills).
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  names=()
+  [ -n "${NCU_KERNELS:-}" ] && names=(--kernel-name-base function --kernel-name "regex:$NCU_KERNELS")
   LD_LIBRARY_PATH=$B/lib timeout "${NCU_LIMIT:-240}" "$ncu" --clock-control none --section SpeedOfLight \
-    --section Occupancy --section LaunchStats --section WarpStateStats --launch-count "${NCU_LAUNCHES:-40}" \
+    --section Occupancy --section LaunchStats --section WarpStateStats --launch-count "${NCU_LAUNCHES:-40}" "${names[@]}" \
     $B/gpu_kernels_bench --benchmark_filter="$NCU_FILTER" --benchmark_min_time=0.001 --benchmark_repetitions=1 \
     > "$out/ncu.txt" 2>&1
   echo "ncu: exit $?"
