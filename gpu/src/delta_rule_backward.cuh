@@ -107,8 +107,8 @@ using Staging = delta_rule::Policy<Pol::decay, Pol::write, delta_rule::Read::sca
 
 // Shared memory of one block, in floats: two staging buffers of a chunk's inputs and two of its do
 // columns (the chunk being run and the next), two checkpoint buffers ([j][thread], filled by cp.async),
-// the chunk's recomputed states and written values (lane-private slots), and the per-warp sums over
-// columns before they are summed over warps.
+// the chunk's recomputed decayed states S̃, written values, residuals and (KLA) step sizes (lane-private
+// slots), and the per-warp sums over columns before they are summed over warps.
 template <class Pol, int KMAX>
 struct Layout {
   using G = Geo<KMAX>;
@@ -117,13 +117,19 @@ struct Layout {
   static constexpr int staging = 0;
   static constexpr int d_o = staging + 2 * buffer;                     // [t][tile_v] a buffer
   static constexpr int checkpoint = d_o + 2 * C * G::tile_v;           // [j][thread] a buffer
-  static constexpr int states = checkpoint + 2 * G::rows * kThreads;  // [t][j][thread]
+  static constexpr int states = checkpoint + 2 * G::rows * kThreads;  // S̃_t: [t][j][thread]
   static constexpr int written = states + C * G::rows * kThreads;      // u_t per lane: [t][thread]
   static constexpr int residual = written + C * kThreads;              // r_t per lane
-  static constexpr int row_sums = residual + C * kThreads;             // [quantity][t][warp][KMAX]
+  static constexpr int step = residual + C * kThreads;                 // KLA's β_t per lane
+  static constexpr int step_floats = Pol::write == Write::delta_key_normalised ? C * kThreads : 0;
+  static constexpr int row_sums = step + step_floats;                  // [quantity][t][warp][KMAX]
   static constexpr int scalar_sums = row_sums + kRowQuantities<Pol> * C * kWarps * KMAX;  // [quantity][t][warp]
   static constexpr int floats = scalar_sums + kScalarQuantities<Pol> * C * kWarps;
   static_assert(buffer % 4 == 0 && (C * G::tile_v) % 4 == 0, "cp.async needs 16-byte aligned checkpoint buffers");
+};
+
+struct FormedStep {
+  float beta;
 };
 
 // This lane's rows of staged token t's k (and a), and its column's α, β and v; KLA's β = η / (‖k‖² + ε)
@@ -135,11 +141,19 @@ struct TokenOperands {
   float alpha = 1.f, beta = 1.f, v = 0.f;
 
   __device__ __forceinline__ TokenOperands(const delta_rule::Staged& s, int t, int first_run, int col_in_tile, float eps) {
+    load(s, t, first_run, col_in_tile);
+    if constexpr (Pol::delta) beta = s.step[t];
+    if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (delta_rule::column_dot<G>(k, k) + eps);
+  }
+  // With the step size already formed (KLA's β, kept from the recompute: no second ‖k‖²).
+  __device__ __forceinline__ TokenOperands(const delta_rule::Staged& s, int t, int first_run, int col_in_tile, FormedStep step) {
+    load(s, t, first_run, col_in_tile);
+    beta = step.beta;
+  }
+  __device__ __forceinline__ void load(const delta_rule::Staged& s, int t, int first_run, int col_in_tile) {
     delta_rule::load_rows<G>(k, s.k + t * G::key_pitch, first_run);
     if constexpr (Pol::decay == Decay::channel) delta_rule::load_rows<G>(a, s.decay + t * G::key_pitch, first_run);
     if constexpr (Pol::decay == Decay::scalar) alpha = s.alpha[t];
-    if constexpr (Pol::delta) beta = s.step[t];
-    if constexpr (Pol::write == Write::delta_key_normalised) beta = beta / (delta_rule::column_dot<G>(k, k) + eps);
     v = s.v[t * G::tile_v + col_in_tile];
   }
 
@@ -153,11 +167,10 @@ struct TokenOperands {
   }
 };
 
-// One forward step on this lane's rows, the forward kernel's arithmetic: S ← decay(S); r = v − S^T k;
-// u = β r (additive: u = v); S ← S + k u^T. Returns u; `residual` gets r.
+// One forward step on this lane's rows after the decay (S = S̃ on entry), the forward kernel's arithmetic:
+// r = v − S^T k; u = β r (additive: u = v); S ← S + k u^T. Returns u; `residual` gets r.
 template <class Pol, int KMAX>
-__device__ __forceinline__ float forward_step(float (&S)[Geo<KMAX>::rows], const TokenOperands<Pol, KMAX>& x, float& residual) {
-  x.decay(S);
+__device__ __forceinline__ float decayed_step(float (&S)[Geo<KMAX>::rows], const TokenOperands<Pol, KMAX>& x, float& residual) {
   float u = x.v;
   residual = u;
   if constexpr (Pol::delta) {
@@ -167,6 +180,13 @@ __device__ __forceinline__ float forward_step(float (&S)[Geo<KMAX>::rows], const
 #pragma unroll
   for (int j = 0; j < Geo<KMAX>::rows; ++j) S[j] = fmaf(x.k[j], u, S[j]);
   return u;
+}
+
+// The whole forward step: S ← decay(S), then decayed_step.
+template <class Pol, int KMAX>
+__device__ __forceinline__ float forward_step(float (&S)[Geo<KMAX>::rows], const TokenOperands<Pol, KMAX>& x, float& residual) {
+  x.decay(S);
+  return decayed_step<Pol, KMAX>(S, x, residual);
 }
 
 // One step of sum_over_columns: lanes differing in bit M of the lane index exchange halves of x[0, 2·HALF)
@@ -307,20 +327,26 @@ __global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p
     }
     if (c > 0) prefetch_checkpoint(c - 1, buffer ^ 1);
     for (int t = 0; t < count; ++t) {
+      const TokenOperands<Pol, KMAX> x(s, t, first_run, col_in_tile, p.eps);
+      x.decay(S);
 #pragma unroll
       for (int j = 0; j < R; ++j) smem[L::states + (t * R + j) * kThreads + threadIdx.x] = S[j];
+      if constexpr (L::step_floats > 0) smem[L::step + t * kThreads + threadIdx.x] = x.beta;
       float residual;
-      smem[L::written + t * kThreads + threadIdx.x] =
-          forward_step<Pol, KMAX>(S, TokenOperands<Pol, KMAX>(s, t, first_run, col_in_tile, p.eps), residual);
+      smem[L::written + t * kThreads + threadIdx.x] = decayed_step<Pol, KMAX>(S, x, residual);
       smem[L::residual + t * kThreads + threadIdx.x] = residual;
     }
     for (int t = count - 1; t >= 0; --t) {
-      const TokenOperands<Pol, KMAX> x(s, t, first_run, col_in_tile, p.eps);
-      float q[R], decayed[R], dq[R], dk[R];
+      const TokenOperands<Pol, KMAX> x = [&] {
+        if constexpr (L::step_floats > 0)
+          return TokenOperands<Pol, KMAX>(s, t, first_run, col_in_tile, FormedStep{smem[L::step + t * kThreads + threadIdx.x]});
+        else
+          return TokenOperands<Pol, KMAX>(s, t, first_run, col_in_tile, p.eps);
+      }();
+      float q[R], decayed[R], dq[R], dk[R];  // decayed: S̃ as the recompute left it
       delta_rule::load_rows<G>(q, s.q + t * G::key_pitch, first_run);
 #pragma unroll
       for (int j = 0; j < R; ++j) decayed[j] = smem[L::states + (t * R + j) * kThreads + threadIdx.x];
-      x.decay(decayed);  // S̃
       const float u = smem[L::written + t * kThreads + threadIdx.x];
       const float d_o = staged_do[t * G::tile_v + col_in_tile];
 #pragma unroll
