@@ -56,6 +56,20 @@ int min_exponent_of(Dtype d) {  // frexp convention: smallest normal is 2^(min_e
   }
   return -1021;
 }
+// Where a window's baseline error comes mostly from one slice (a gradient growing by orders of magnitude
+// across it), the window compares in effect that slice alone: name it, with the subject's and the
+// baseline's errors there, for triage (docs/gate.md, "Windows of one effective slice"). One slice's ratio
+// is not a verdict: one lucky baseline rounding can make it large.
+std::string largest_slice(const std::vector<double>& ey, const std::vector<double>& ez, std::size_t w0, std::size_t w1,
+                          double wz) {
+  std::size_t top = w0;
+  for (std::size_t s = w0; s <= w1; ++s)
+    if (ez[s] > ez[top]) top = s;
+  if (wz <= 0 || ez[top] * ez[top] < 0.5 * wz) return "";
+  return "; " + num(100 * ez[top] * ez[top] / wz) + " % of the baseline's error is at timestep " + std::to_string(top) +
+         ", where the error is " + num(ey[top]) + " against the baseline's " + num(ez[top]) + " (" +
+         num(ey[top] / ez[top]) + "×)";
+}
 }  // namespace
 
 // D's spacing at x: at x = 0 (frexp's exponent 0) and anywhere below D's smallest normal, the smallest
@@ -214,7 +228,8 @@ Judgement judge(const OutputUnderTest& out, const ToleranceConfig& cfg) {
       if (std::sqrt(wy) > tol_w)
         note(++j.window_violations, "window of timesteps " + std::to_string(w0) + ".." + std::to_string(w1) +
                                         ": RMS error " + num(std::sqrt(wy / double(w1 - w0 + 1))) + " > tolerance " +
-                                        num(tol_w / std::sqrt(double(w1 - w0 + 1))) + " (RMS)");
+                                        num(tol_w / std::sqrt(double(w1 - w0 + 1))) + " (RMS)" +
+                                        largest_slice(ey, ez, w0, w1, wz));
     }
     if (eo[t] > 0) {
       j.max_rel_err = std::max(j.max_rel_err, ey[t] / eo[t]);

@@ -8,6 +8,7 @@
 // neither may be the criterion.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -191,6 +192,48 @@ TEST(ReportedFigures, UlpsWhereTheOracleIsZeroAreThoseOfTheSmallestSubnormal) {
   out.oracle_error.assign(4, 0.0);
   const h::Judgement j = h::judge(out, h::ToleranceConfig{});
   EXPECT_EQ(j.max_ulps, 3.0);
+}
+
+// A gradient growing by orders of magnitude across a window: the window's baseline error lies almost all at
+// its last slice, and the violation names that slice with both errors there (docs/gate.md, "Windows of one
+// effective slice"). Where the baseline's error is spread, the violation names no slice.
+TEST(ReportedFigures, AWindowRuledByOneSliceNamesIt) {
+  const std::int64_t T = 8;
+  larc::ref::Tensor<double> oracle({T, 1}), baseline({T, 1}), subject({T, 1});
+  for (std::int64_t t = 0; t < T; ++t) {
+    oracle.data[t] = std::ldexp(1.0, static_cast<int>(10 * t));  // 2^(10t)
+    baseline.data[t] = oracle.data[t] * (1 + 1e-7);
+    subject.data[t] = oracle.data[t] * (1 + 1e-7);
+  }
+  subject.data[T - 1] = oracle.data[T - 1] * (1 + 1e-4);  // 1000× the baseline's error at the last slice
+  h::OutputUnderTest out;
+  out.name = "dbeta";
+  out.dtype = Dtype::fp32;
+  out.time_axis = 0;
+  out.gradient = true;
+  out.subject = &subject;
+  out.oracle = &oracle;
+  out.baselines = {&baseline};
+  out.oracle_error.assign(T, 0.0);
+  h::ToleranceConfig cfg;
+  cfg.window = 4;
+  const h::Judgement j = h::judge(out, cfg);
+  ASSERT_GT(j.window_violations, 0);
+  const auto named = std::find_if(j.violations.begin(), j.violations.end(), [](const std::string& v) {
+    return v.find("window of timesteps 4..7") != std::string::npos;
+  });
+  ASSERT_NE(named, j.violations.end());
+  EXPECT_NE(named->find("% of the baseline's error is at timestep 7, where the error is"), std::string::npos) << *named;
+  EXPECT_NE(named->find("(1e+03×)"), std::string::npos) << *named;
+
+  for (std::int64_t t = 0; t < T; ++t) {  // alike magnitudes: no slice rules the window
+    oracle.data[t] = 1.0 + 0.1 * static_cast<double>(t);
+    baseline.data[t] = oracle.data[t] * (1 + 1e-7);
+    subject.data[t] = oracle.data[t] * (1 + 1e-4);
+  }
+  const h::Judgement spread = h::judge(out, cfg);
+  ASSERT_GT(spread.window_violations, 0);
+  for (const std::string& v : spread.violations) EXPECT_EQ(v.find("of the baseline's error is at"), std::string::npos) << v;
 }
 
 }  // namespace
