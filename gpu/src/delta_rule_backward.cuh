@@ -87,20 +87,6 @@ __host__ __device__ std::int64_t packed_token_count(const Params<T>& p) {
   return p.cu_seqlens != nullptr ? p.tokens : p.sequences * p.tokens;
 }
 
-// Sequence n's tokens [bos, eos) of batch entry b; false when cu_seqlens is corrupt there.
-template <class T>
-__device__ __forceinline__ bool sequence_bounds(const Params<T>& p, std::int64_t n, std::int64_t& b, std::int64_t& bos,
-                                                std::int64_t& eos) {
-  b = n;
-  bos = 0;
-  eos = p.tokens;
-  if (p.cu_seqlens == nullptr) return true;
-  b = 0;
-  bos = delta_rule::sequence_offset(p, n);
-  eos = delta_rule::sequence_offset(p, n + 1);
-  return 0 <= bos && bos <= eos && eos <= p.tokens;
-}
-
 // The inputs as the backward stages them: q̂ = scale·q whatever the forward's read, since dS += q̂ doᵀ.
 template <class Pol>
 using Staging = delta_rule::Policy<Pol::decay, Pol::write, delta_rule::Read::scaled_query>;
@@ -244,7 +230,7 @@ __global__ void __launch_bounds__(kThreads) reverse_recurrence(const Params<T> p
   float* const d_initial_col = state_column(p.d_initial);
 
   std::int64_t b, bos, eos;
-  if (!sequence_bounds(p, n, b, bos, eos)) {  // a corrupt cu_seqlens: flag it in dh0, touch nothing else
+  if (!delta_rule::sequence_bounds(p, n, b, bos, eos)) {  // a corrupt cu_seqlens: flag it in dh0, touch nothing else
     if (d_initial_col != nullptr) delta_rule::store_column<R>(d_initial_col, p.d_initial.s2, rows_in, nullptr);
     return;
   }

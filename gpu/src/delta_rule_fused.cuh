@@ -131,6 +131,21 @@ __device__ __forceinline__ std::int64_t sequence_offset(const P& p, std::int64_t
                             : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
 }
 
+// Sequence n's tokens [bos, eos) of batch entry b (varlen: entry 0, bounds from cu_seqlens); false when
+// cu_seqlens is corrupt there.
+template <class P>
+__device__ __forceinline__ bool sequence_bounds(const P& p, std::int64_t n, std::int64_t& b, std::int64_t& bos,
+                                                std::int64_t& eos) {
+  b = n;
+  bos = 0;
+  eos = p.tokens;
+  if (p.cu_seqlens == nullptr) return true;
+  b = 0;
+  bos = sequence_offset(p, n);
+  eos = sequence_offset(p, n + 1);
+  return 0 <= bos && bos <= eos && eos <= p.tokens;
+}
+
 // The inputs of one sequence and head.
 template <class T>
 struct SequenceInputs {
@@ -348,17 +363,11 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocksPerSm<KMAX, DEP>)) fused_
                                                          : p.final_state.data + n * p.final_state.s0 +
                                                                h * p.final_state.s1 + row0 * p.final_state.s2 + col;
 
-  // Sequence n: tokens [bos, eos) of batch entry b.
-  std::int64_t b = n, bos = 0, eos = p.tokens;
-  if (p.cu_seqlens != nullptr) {
-    b = 0;
-    bos = sequence_offset(p, n);
-    eos = sequence_offset(p, n + 1);
-    if (!(0 <= bos && bos <= eos && eos <= p.tokens)) {  // a corrupt cu_seqlens: flag it, touch nothing else
-      if constexpr (programmatic) cudaGridDependencySynchronize();  // before the first write
-      if (final_col != nullptr) store_column<R>(final_col, p.final_state.s2, rows_in, nullptr);
-      return;
-    }
+  std::int64_t b, bos, eos;
+  if (!sequence_bounds(p, n, b, bos, eos)) {  // a corrupt cu_seqlens: flag it, touch nothing else
+    if constexpr (programmatic) cudaGridDependencySynchronize();  // before the first write
+    if (final_col != nullptr) store_column<R>(final_col, p.final_state.s2, rows_in, nullptr);
+    return;
   }
 
   const SequenceInputs<T> in{rows_of(p.q, b, h / p.group), rows_of(p.k, b, h / p.group), rows_of(p.v, b, h), rows_of(p.gate, b, h),
