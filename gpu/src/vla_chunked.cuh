@@ -317,28 +317,46 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
   for (int piv = 0; piv < K; ++piv) {
     double* const row = row_s[piv % 2];
     double* const column = column_s[piv % 2];
+    const int q = piv % R;  // row piv is this tile's row q when ty holds it; column piv, its column q when tx does
+    const bool holds_row = ty == piv / R, holds_column = tx == piv / R;
+    if (holds_row)
 #pragma unroll
-    for (int r = 0; r < R; ++r)
-      if (i0 + r == piv)
+      for (int r = 0; r < R; ++r)
+        if (r == q)
 #pragma unroll
-        for (int c = 0; c < R; ++c) row[j0 + c] = m[r][c];
+          for (int c = 0; c < R; ++c) row[j0 + c] = m[r][c];
+    if (holds_column)
 #pragma unroll
-    for (int c = 0; c < R; ++c)
-      if (j0 + c == piv)
+      for (int c = 0; c < R; ++c)
+        if (c == q)
 #pragma unroll
-        for (int r = 0; r < R; ++r) column[i0 + r] = m[r][c];
+          for (int r = 0; r < R; ++r) column[i0 + r] = m[r][c];
+    // Row piv and column piv cleared, and row piv's factor −1: the one update below then writes
+    // M_pj/M_pp over row piv, −M_ip/M_pp over column piv and 1/M_pp over the pivot, each the one rounding of
+    // the product the elimination defines, with no select an element.
+    if (holds_row)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (r == q)
+#pragma unroll
+          for (int c = 0; c < R; ++c) m[r][c] = 0.;
+    if (holds_column)
+#pragma unroll
+      for (int c = 0; c < R; ++c)
+        if (c == q)
+#pragma unroll
+          for (int r = 0; r < R; ++r) m[r][c] = 0.;
     __syncthreads();
     const double inverse = 1. / row[piv];
     double scaled[R], factor[R];
 #pragma unroll
     for (int c = 0; c < R; ++c) scaled[c] = (j0 + c == piv ? 1. : row[j0 + c]) * inverse;
 #pragma unroll
-    for (int r = 0; r < R; ++r) factor[r] = i0 + r == piv ? 0. : column[i0 + r];
+    for (int r = 0; r < R; ++r) factor[r] = i0 + r == piv ? -1. : column[i0 + r];
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int c = 0; c < R; ++c)
-        m[r][c] = i0 + r == piv ? scaled[c] : fma(-factor[r], scaled[c], j0 + c == piv ? 0. : m[r][c]);
+      for (int c = 0; c < R; ++c) m[r][c] = fma(-factor[r], scaled[c], m[r][c]);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r)
