@@ -265,17 +265,20 @@ __global__ void __launch_bounds__(kThreads, 2) chunk_output(const Params<T> p) {
 template <class T, int KP>
 Status enqueue(Params<T> p, cudaStream_t stream) {
   using namespace chunk_launch;
+  const auto gram = penalty_gram<T, KP>;
   const auto start = penalty_start<T, KP>;
   const auto penalty = penalty_chunk<T, KP>;
   const auto prepare = chunk_prepare<T, KP>;
   const auto pass = state_pass<T, KP>;
   const auto output = chunk_output<T, KP>;
+  const std::size_t gram_smem = sizeof(float) * GramLayout<KP>::kWords;
   const std::size_t start_smem = sizeof(float) * StartLayout<KP>::kWords;
   const std::size_t penalty_smem = sizeof(float) * ChunkLayout<KP>::kWords;
   const std::size_t prepare_smem = sizeof(float) * PrepareLayout<T, KP>::kWords;
   const std::size_t pass_smem = sizeof(float) * register_state_pass::Layout<T, KP>::kWords;
   const std::size_t output_smem = sizeof(float) * OutputLayout<T, KP>::kWords;
-  cudaError_t e = allow_smem(start, start_smem);
+  cudaError_t e = allow_smem(gram, gram_smem);
+  if (e == cudaSuccess) e = allow_smem(start, start_smem);
   if (e == cudaSuccess) e = allow_smem(penalty, penalty_smem);
   if (e == cudaSuccess) e = allow_smem(prepare, prepare_smem);
   if (e == cudaSuccess) e = allow_smem(pass, pass_smem);
@@ -300,7 +303,7 @@ Status enqueue(Params<T> p, cudaStream_t stream) {
   }
   if (records > 0) {
     const auto grid = static_cast<unsigned>(records);
-    launch_kernel(penalty_gram<T, KP>, grid, kThreads, 0, stream, p);
+    launch_kernel(gram, grid, kThreads, gram_smem, stream, p);
     chunk_prefix::enqueue(reinterpret_cast<double2*>(p.starts), p.chunks, StartRecord<KP>::kSummed / 2,
                           StartRecord<KP>::kDoubles / 2, p.B * p.H, stream);
     launch_kernel(start, grid, kThreads, start_smem, stream, p);

@@ -214,12 +214,23 @@ __device__ __forceinline__ void tile_product(float (&acc)[ROWS][COLS], const flo
   }
 }
 
+// Shared memory of penalty_gram: the chunk's u_t widened to double once [64][KP], then φ(k_t) [64][KP] (floats).
+template <int KP>
+struct GramLayout {
+  static constexpr int kUWords = 2 * kChunk * KP, kPhi = kUWords, kWords = kPhi + kChunk * KP;
+};
+
 // One block per (head, chunk): the chunk's Gram Σ_t u_t u_tᵀ and Σ_t φ(k_t) to its StartRecord, in double
 // (u is fp32, so its products are exact there). u and φ(k) by the arithmetic penalty_start and penalty_chunk use.
+// u is widened once as it is staged and φ(k) staged beside it, so that the Gram's loop is loads and DFMAs and ζ's
+// sums read shared memory, not a global load a token.
 template <class T, int KP>
 __global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
+  using L = GramLayout<KP>;
   constexpr int R = kTile<KP>;
-  __shared__ float u_s[kChunk * KP];
+  float4* const smem_vec = dynamic_shared<float4>();
+  double* const u_s = reinterpret_cast<double*>(smem_vec);
+  float* const phi_s = reinterpret_cast<float*>(smem_vec) + L::kPhi;
   const Chunk ch = chunk_of(p, blockIdx.x);
   const int K = p.K, lane = threadIdx.x % 32;
   const TokenRows<const T> k = rows_of(p.k, ch.b, ch.h);
@@ -229,20 +240,23 @@ __global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
     float u[KP / 32] = {}, khat[KP / 32];
     if (i < ch.n) key_directions<T, KP>(k, ch.t0 + i, K, u, khat);
 #pragma unroll
-    for (int c = 0; c < KP / 32; ++c) u_s[i * KP + lane + 32 * c] = u[c];
+    for (int c = 0; c < KP / 32; ++c) {
+      const int d = lane + 32 * c;
+      u_s[i * KP + d] = static_cast<double>(u[c]);
+      phi_s[i * KP + d] = i < ch.n && d < K ? elu_plus_one(to_float(k(ch.t0 + i, d))) : 0.f;
+    }
   }
+  __syncthreads();
   if (threadIdx.x < KP) {
     const int d = threadIdx.x;
     double sum = 0.;
-    if (d < K)
-      for (int i = 0; i < ch.n; ++i) sum += elu_plus_one(to_float(k(ch.t0 + i, d)));
+    for (int i = 0; i < ch.n; ++i) sum += phi_s[i * KP + d];
     StartRecord<KP>::zeta(start)[d] = sum;
   }
-  __syncthreads();
   const int i0 = tile_y() * R, j0 = tile_x() * R;
   double g[R][R] = {};
   for (int t = 0; t < ch.n; ++t) {
-    float a[R], b[R];
+    double a[R], b[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       a[r] = u_s[t * KP + i0 + r];
@@ -251,7 +265,7 @@ __global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int c = 0; c < R; ++c) g[r][c] = fma(static_cast<double>(a[r]), static_cast<double>(b[c]), g[r][c]);
+      for (int c = 0; c < R; ++c) g[r][c] = fma(a[r], b[c], g[r][c]);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r)
