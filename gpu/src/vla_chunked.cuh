@@ -328,49 +328,44 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
     }
   }
 
-  for (int piv = 0; piv < K; ++piv) {
-    double* const row = row_s[piv % 2];
-    double* const column = column_s[piv % 2];
-    const int q = piv % R;  // row piv is this tile's row q when ty holds it; column piv, its column q when tx does
-    const bool holds_row = ty == piv / R, holds_column = tx == piv / R;
-    if (holds_row)
+  // Pivots in groups of R, the group's unrolled: pivot piv = block·R + q is row q of the tiles of row
+  // `block` (ty = block) and column q of the tiles of column `block` (tx = block), a register index known at
+  // compile time, so that the threads holding it copy, clear and single it out without a select an element.
+  for (int block = 0; block * R < K; ++block) {
+    const bool holds_row = ty == block, holds_column = tx == block;
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      const int piv = block * R + q;
+      if (piv >= K) break;
+      double* const row = row_s[q % 2];
+      double* const column = column_s[q % 2];
+      if (holds_row)
+#pragma unroll
+        for (int c = 0; c < R; ++c) row[j0 + c] = m[q][c];
+      if (holds_column)
+#pragma unroll
+        for (int r = 0; r < R; ++r) column[i0 + r] = m[r][q];
+      // Row piv and column piv cleared, and row piv's factor −1: the one update below then writes
+      // M_pj/M_pp over row piv, −M_ip/M_pp over column piv and 1/M_pp over the pivot, each the one rounding of
+      // the product the elimination defines.
+      if (holds_row)
+#pragma unroll
+        for (int c = 0; c < R; ++c) m[q][c] = 0.;
+      if (holds_column)
+#pragma unroll
+        for (int r = 0; r < R; ++r) m[r][q] = 0.;
+      __syncthreads();
+      const double inverse = 1. / row[piv];
+      double scaled[R], factor[R];
+#pragma unroll
+      for (int c = 0; c < R; ++c) scaled[c] = (holds_column && c == q ? 1. : row[j0 + c]) * inverse;
+#pragma unroll
+      for (int r = 0; r < R; ++r) factor[r] = holds_row && r == q ? -1. : column[i0 + r];
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        if (r == q)
 #pragma unroll
-          for (int c = 0; c < R; ++c) row[j0 + c] = m[r][c];
-    if (holds_column)
-#pragma unroll
-      for (int c = 0; c < R; ++c)
-        if (c == q)
-#pragma unroll
-          for (int r = 0; r < R; ++r) column[i0 + r] = m[r][c];
-    // Row piv and column piv cleared, and row piv's factor −1: the one update below then writes
-    // M_pj/M_pp over row piv, −M_ip/M_pp over column piv and 1/M_pp over the pivot, each the one rounding of
-    // the product the elimination defines, with no select an element.
-    if (holds_row)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-        if (r == q)
-#pragma unroll
-          for (int c = 0; c < R; ++c) m[r][c] = 0.;
-    if (holds_column)
-#pragma unroll
-      for (int c = 0; c < R; ++c)
-        if (c == q)
-#pragma unroll
-          for (int r = 0; r < R; ++r) m[r][c] = 0.;
-    __syncthreads();
-    const double inverse = 1. / row[piv];
-    double scaled[R], factor[R];
-#pragma unroll
-    for (int c = 0; c < R; ++c) scaled[c] = (j0 + c == piv ? 1. : row[j0 + c]) * inverse;
-#pragma unroll
-    for (int r = 0; r < R; ++r) factor[r] = i0 + r == piv ? -1. : column[i0 + r];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int c = 0; c < R; ++c) m[r][c] = fma(-factor[r], scaled[c], m[r][c]);
+        for (int c = 0; c < R; ++c) m[r][c] = fma(-factor[r], scaled[c], m[r][c]);
+    }
   }
 #pragma unroll
   for (int r = 0; r < R; ++r)
