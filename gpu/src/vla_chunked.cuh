@@ -298,6 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
   using SR = StartRecord<KP>;
   constexpr int R = kTile<KP>, kStacked = 2 * kChunk, kRowsPerY = kStacked / 16;
   constexpr int kColumns = kSolveColumns<KP>;
+  static_assert(R % 2 == 0, "the pivots alternate the two pivot buffers by q's parity, across groups too");
   float4* const smem_vec = dynamic_shared<float4>();
   float* const words = reinterpret_cast<float*>(smem_vec);
   float* const rows_t = words + L::kRowsT;
