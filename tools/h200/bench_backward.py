@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The backward kernels' speed table (tools/h200/kernels_run.sh backward-bench): each fused recurrent and
-chunked backward kernel beside its own forward kernel (the fused recurrent ones' target: within 3x) and,
-for GDN and DeltaNet, beside FLA's chunk_delta_rule backward (the io-grade chunked GDN backward's target:
-at least as fast from T = 8k); GLA's beside FLA's chunk_gla backward. Reads gpu_kernels_bench's JSON
-(medians) and bench_peers.py --backward-only's JSON; writes bench.md and bench.json."""
+chunked backward kernel beside its own forward kernel of the same grade (the fused recurrent ones' target:
+within 3x) and, for GDN and DeltaNet, beside FLA's chunk_delta_rule backward (the io-grade chunked GDN
+backward's target: at least as fast from T = 8k); GLA's beside FLA's chunk_gla backward. Reads
+gpu_kernels_bench's JSON (medians) and bench_peers.py --backward-only's JSON; writes bench.md and bench.json."""
 import argparse
 import json
 import re
@@ -29,11 +29,13 @@ def main():
     peer_ms = {(r["peer"], r["kind"], r["T"]): r["ms"] for r in peers.get("rows", [])}
     rows = []
     for name, b in ours.items():
-        m = re.match(r"^([a-z]+)-(fused-recurrent|chunked)-backward(-io)?/prefill/T=(\d+)$", name)
+        # The family may hold hyphens (log-linear, log-linear-gdn); an io-grade backward's own forward is the
+        # io-grade forward of the same form.
+        m = re.match(r"^([a-z-]+?)-(fused-recurrent|chunked)-backward(-io)?/prefill/T=(\d+)$", name)
         if not m:
             continue
-        family, form, T = m.group(1), m.group(2), int(m.group(4))
-        forward = ours.get(f"{family}-{form}/prefill/T={T}")
+        family, form, grade, T = m.group(1), m.group(2), m.group(3) or "", int(m.group(4))
+        forward = ours.get(f"{family}-{form}{grade}/prefill/T={T}")
         row = {"kernel": name.split("/")[0], "T": T, "ms": b["ms"], "forward_ms": forward["ms"] if forward else None}
         row["x_own_forward"] = row["ms"] / row["forward_ms"] if row["forward_ms"] else None
         peer = PEER.get(family)
