@@ -361,6 +361,11 @@ ncu)
     $B/gpu_kernels_bench --benchmark_filter="$NCU_FILTER" --benchmark_min_time=0.001 --benchmark_repetitions=1 \
     > "$out/ncu.txt" 2>&1
   echo "ncu: exit $?"
+  # ncu exits 0 when the filter matched no row or no kernel: say so (gpu_kernels_bench's rows end in
+  # "/min_time:…", so an NCU_FILTER anchored with $ after the row's name matches nothing).
+  if grep -qE "Failed to match any benchmarks|No kernels were profiled" "$out/ncu.txt"; then
+    echo "ncu: nothing profiled (NCU_FILTER='$NCU_FILTER', NCU_KERNELS='${NCU_KERNELS:-}'):"; grep -E "Failed to match|No kernels" "$out/ncu.txt"
+  fi
   grep -E "^  [a-z_]+.*\(|Duration  |Registers Per Thread|Achieved Occupancy|Executed Ipc Active|Compute \(SM\) Throughput|DRAM Throughput" \
     "$out/ncu.txt" | head -120
   ;;
