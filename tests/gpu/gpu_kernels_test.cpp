@@ -94,6 +94,15 @@ TEST_P(GpuKernels, PassTheOracleAtSmallKeyDimensions) {
   }
 }
 
+// A key dimension that is no multiple of a register tile's side (4, 8 or 16): the last tile of keys is
+// partial, where a loop over tiles or pivots must stop at K (vla-chunked's elimination runs its pivots in
+// groups of the tile's side), for every kernel that takes it.
+TEST_P(GpuKernels, PassTheOracleAtAnOddKeyDimension) {
+  const Shape shape{1, 130, 2, 21, 19};
+  if (!larc::harness::limits_accept(g.subject->limits, shape)) GTEST_SKIP() << "K = 21 outside the kernel's limits";
+  expect_passes(g, dtype, shape, 21);
+}
+
 // Value heads grouped over the query/key heads (FLA's GVA), for the kernels of mechanisms that have them.
 TEST_P(GpuKernels, PassTheOracleWithGroupedValueHeads) {
   Shape shape = shape_for(*g.kernel, 2, 65, 2, 32);
