@@ -464,8 +464,11 @@ __global__ void __launch_bounds__(kThreads, 2) penalty_chunk(const Params<T> p) 
 
   // ζ_t: φ(k) of the chunk, then thread d sums its coordinate over the tokens in order, in place, from ζ
   // before the chunk.
-  for (int e = threadIdx.x; e < kChunk * KP; e += kThreads) {
-    const int i = e / KP, d = e % KP;
+  // The chunk's loads unrolled, so that many are in flight at once (the kernel waits on global loads).
+  static_assert(kChunk * KP % kThreads == 0 && kChunk % kWarps == 0);
+#pragma unroll 8
+  for (int a = 0; a < kChunk * KP / kThreads; ++a) {
+    const int e = threadIdx.x + a * kThreads, i = e / KP, d = e % KP;
     zeta_s[e] = i < n && d < K ? elu_plus_one(to_float(k(t0 + i, d))) : 0.f;
   }
   __syncthreads();
@@ -474,20 +477,29 @@ __global__ void __launch_bounds__(kThreads, 2) penalty_chunk(const Params<T> p) 
     for (int i = 0; i < kChunk; ++i) zeta_s[i * KP + col] = zeta += zeta_s[i * KP + col];
   }
   __syncthreads();
-  // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps).
-  for (int i = warp; i < kChunk; i += kWarps) {
-    float den = 1.f;
-    if (i < n) {
-      float zq = 0.f;
+  // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps); the warp's tokens' q loaded before any sum.
+  {
+    constexpr int kTokens = kChunk / kWarps;
+    float phi_q[kTokens][KP / 32];
+#pragma unroll
+    for (int a = 0; a < kTokens; ++a)
 #pragma unroll
       for (int cc = 0; cc < KP / 32; ++cc) {
-        const int d = lane + 32 * cc;
-        const float phi_q = d < K ? elu_plus_one(to_float(q(t0 + i, d))) : 0.f;
-        zq += zeta_s[i * KP + d] * phi_q;
+        const int i = warp + a * kWarps, d = lane + 32 * cc;
+        phi_q[a][cc] = i < n && d < K ? elu_plus_one(to_float(q(t0 + i, d))) : 0.f;
       }
-      den = floored(warp_sum(zq), kStabEps);
+#pragma unroll
+    for (int a = 0; a < kTokens; ++a) {
+      const int i = warp + a * kWarps;
+      float den = 1.f;
+      if (i < n) {
+        float zq = 0.f;
+#pragma unroll
+        for (int cc = 0; cc < KP / 32; ++cc) zq += zeta_s[i * KP + lane + 32 * cc] * phi_q[a][cc];
+        den = floored(warp_sum(zq), kStabEps);
+      }
+      if (lane == 0) PenaltyRecord<KP>::den(record)[i] = den;
     }
-    if (lane == 0) PenaltyRecord<KP>::den(record)[i] = den;
   }
 
   // The LDLᵀ of I + G as a forward substitution on [G | KYᵀ | Y], thread `col` owning one column x
