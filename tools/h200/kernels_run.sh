@@ -398,12 +398,13 @@ grad-io)
   # a random initial state, both cotangents or dht alone; judged at io:tf32-truncated (io for bf16/fp16
   # inputs), every grade's ratio reported per output; FLA's outputs come back as candidates that `larc diff`
   # replays on any CPU against the same fixtures (regenerated there by the commands in fixtures.txt).
-  # GRAD_IO=gla or GRAD_IO=deltanet runs one family's fixtures. Needs only larc and the package
-  # (LARC_BUNDLE_CPU=1).
+  # GRAD_IO=gla or GRAD_IO=deltanet runs one family's fixtures, GRAD_IO=gla-backward_fp32 one family's in one
+  # dtype (a prefix of "<mechanism>_<dtype>": a fresh machine autotunes FLA's kernels again, minutes for
+  # chunk_gla). Needs only larc and the package (LARC_BUNDLE_CPU=1).
   install_fla
   g=/tmp/gio; rm -rf "$g"; mkdir -p "$g/fixtures" "$out/grad_io"  # a warm machine keeps /tmp: no earlier call's fixtures
   gen() {
-    case "$1" in ${GRAD_IO:-*}*) ;; *) return ;; esac
+    case "$1_$2" in ${GRAD_IO:-*}*) ;; *) return ;; esac
     local cmd="larc fixtures gen --mechanism $1 --dtype $2 --shape $3 --seed $4 ${5:+$5} --out $1_$2_$(echo "$3" | tr , x)_s$4${6:+_$6}.safetensors"
     echo "$cmd" >> "$out/grad_io/fixtures.txt"
     (cd "$g/fixtures" && $B/$cmd > /dev/null)
