@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, 1) penalty_start(const Params<T> p) 
     }
   }
 
-  // Pivots in groups of R, the group's unrolled: pivot piv = block·R + q is row q of the tiles of row
+  // Pivots in groups of R, each group unrolled: pivot piv = block·R + q is row q of the tiles of row
   // `block` (ty = block) and column q of the tiles of column `block` (tx = block), a register index known at
   // compile time, so that the threads holding it copy, clear and single it out without a select an element.
   for (int block = 0; block * R < K; ++block) {
