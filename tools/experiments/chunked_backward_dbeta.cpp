@@ -1,6 +1,7 @@
 // Reads one (sequence, value head) of a GDN problem as text (T K V; q, k, v rows; α; β; S_0 rows; dht rows),
-// runs the reference's float chunked (UT/WY) backward with dht alone (chunk 64, as the gate's ref-chunked-f32)
-// and prints dβ, one value a line. Built by tools/experiments/chunked_dbeta_spread.py.
+// runs the reference's float backward with dht alone in its two forms, the chunked (UT/WY, chunk 64, as the
+// gate's ref-chunked-f32) and the serial adjoint (checkpoint 64, as ref-serial-f32), and prints dβ a line: the
+// chunked form's, then the serial form's. Built by tools/experiments/chunked_dbeta_spread.py.
 #include <cstdio>
 #include <iostream>
 
@@ -25,6 +26,8 @@ int main() {
   const delta_rule::Problem<float> p{q.cast<float>(), k.cast<float>(), v.cast<float>(), alpha.col(0).cast<float>(),
                                      beta.col(0).cast<float>(), 1.f, Mat<float>(s0.cast<float>())};
   delta_rule::Cotangents<float> c{Mat<float>::Zero(T, V), Mat<float>(dht.cast<float>())};
-  const auto r = delta_rule::chunked_backward<float>(p, c, 64);
-  for (long t = 0; t < T; ++t) std::printf("%.9e\n", static_cast<double>(r.grads.dbeta(t)));
+  const auto chunked = delta_rule::chunked_backward<float>(p, c, 64);
+  const auto serial = delta_rule::backward<float>(p, c, 64);
+  for (long t = 0; t < T; ++t)
+    std::printf("%.9e %.9e\n", static_cast<double>(chunked.grads.dbeta(t)), static_cast<double>(serial.dbeta(t)));
 }

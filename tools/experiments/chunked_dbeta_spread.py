@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""How much the float chunked (UT/WY) backward's dβ error at given tokens depends on the rounding of its
-decays (docs/gate.md, "A window-only failure that first looked like a kernel defect"): for one (sequence,
-value head) of a GDN gradient fixture with dht alone, the reference's chunked_backward<float> (chunk 64)
-runs with α = exp(g) rounded once to fp32 (trial 0; ref-chunked-f32 takes expf's), then with a random half
-of the α moved one ulp up or down (trials 1..N: roundings as honest as a 1-ulp exp's). Each trial is
-judged against the exact dβ of its own α (the serial adjoint in float64), so the spread is the
-algorithm's rounding, not the problem's change.
+"""How much the gate's float baselines of GDN's dβ depend on the rounding of their decays (docs/gate.md, "A
+window-only failure that first looked like a kernel defect").
 
-  tools/experiments/chunked_dbeta_spread.py FIXTURE --sequence 1 --head 2 --tokens 222 225 [--trials 39]
+For a GDN gradient fixture with dht alone, every (sequence, value head) runs through the reference's float
+backward in both forms the gate uses as baselines (chunked UT/WY with chunk 64, and the serial adjoint): trial 0
+with α = expf(g) as the harness forms it, then trials 1..N with a random half of the inexact α (not 0, not 1)
+moved one ulp up or down — roundings as honest as a 1-ulp exp's. Each trial is judged against the exact dβ of
+its own α (the serial adjoint in float64), so the spread is the algorithms' rounding, not the problem's change.
 
-Needs numpy, g++ and a build of the reference (build/reference/liblarc_reference.a, Eigen, MPFR)."""
+  --tokens:  the chunked form's relative error at given tokens of one sequence and value head;
+  --recheck: for every GDN fp32 dht-only case of a recheck JSON (tools/h200 / reports/emulation) that fails dβ on
+             windows alone, the gate's window tolerance rebuilt per trial (k = 3 times the RMS over the window of
+             the larger baseline error per timestep, plus the floor) against the kernel's window RMS error.
+
+  tools/experiments/chunked_dbeta_spread.py --fixture F --sequence 1 --head 2 --tokens 222 225
+  tools/experiments/chunked_dbeta_spread.py --recheck reports/emulation/fuzz_recheck_backward_chunked.json
+
+Needs numpy, g++, a build of larc (build/tools/larc/larc, build/reference/liblarc_reference.a) and Eigen, MPFR."""
 import argparse
+import ctypes
 import json
 import os
+import re
 import struct
 import subprocess
 import tempfile
@@ -21,6 +30,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+K_GRADIENT = 3.0  # harness/include/larc/harness/tolerance.h: k_gradient
+WINDOW = 64
+LIBM_EXPF = ctypes.CDLL("libm.so.6").expf
+LIBM_EXPF.restype, LIBM_EXPF.argtypes = ctypes.c_float, [ctypes.c_float]
 
 
 def load_safetensors(path):
@@ -49,57 +62,117 @@ def serial_dbeta(alpha, beta, k, v, s0, dht):
     return db
 
 
+class Draws:
+    """The float baselines' dβ and the exact dβ of each trial's α, for every (sequence, value head) of a fixture."""
+
+    def __init__(self, fixture, driver, trials, seed):
+        f = load_safetensors(fixture)
+        if "dht" not in f or "g" not in f:
+            raise SystemExit(f"{fixture}: expected a GDN gradient fixture with g and dht")
+        if "do" in f and np.any(f["do"]):
+            raise SystemExit(f"{fixture}: has do; this experiment covers dht alone")
+        B, T, HV = f["v"].shape[:3]
+        group = HV // f["k"].shape[2]
+        rng = np.random.default_rng(seed)
+        shape = (trials + 1, B, HV, T)
+        self.chunked, self.serial, self.exact = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        self.oracle = f["oracle.dbeta"].transpose(0, 2, 1)  # [B, HV, T]
+        for b in range(B):
+            for hv in range(HV):
+                q, k = (f[x][b, :, hv // group].astype(np.float64) for x in ("q", "k"))
+                v, beta = f["v"][b, :, hv].astype(np.float64), f["beta"][b, :, hv].astype(np.float64)
+                s0 = f["initial_state"][b, hv].astype(np.float64) if "initial_state" in f else np.zeros((k.shape[1], v.shape[1]))
+                dht = f["dht"][b, hv].astype(np.float64)
+                alpha0 = np.array([LIBM_EXPF(float(x)) for x in f["g"][b, :, hv]], dtype=np.float32)  # the harness's α
+                for trial in range(trials + 1):
+                    alpha = alpha0.copy()
+                    if trial > 0:  # exp is exact at 0 and −∞: those α stay
+                        moved = (rng.random(T) < 0.5) & (alpha != 0) & (alpha != 1)
+                        alpha[moved] = np.nextafter(alpha[moved], np.where(rng.random(moved.sum()) < 0.5, np.float32(0), np.float32(2)))
+                    text = [f"{T} {k.shape[1]} {v.shape[1]}"]
+                    for m in (q, k, v, alpha.reshape(-1, 1), beta.reshape(-1, 1), s0, dht):
+                        text += [" ".join(repr(float(x)) for x in row) for row in np.atleast_2d(m)]
+                    out = subprocess.run([driver], input="\n".join(text) + "\n", capture_output=True, text=True, check=True).stdout
+                    cols = np.array([[float(x) for x in line.split()] for line in out.strip().split("\n")])
+                    self.chunked[trial, b, hv], self.serial[trial, b, hv] = cols[:, 0], cols[:, 1]
+                    self.exact[trial, b, hv] = serial_dbeta(alpha.astype(np.float64), beta, k, v, s0, dht)
+
+    def window_tolerance(self, trial, w0, w1):
+        """The gate's window tolerance (RMS) with this trial's baselines: per timestep the larger of the two
+        baselines' errors over the slice, k times their RMS over the window, plus the floor's."""
+        err = lambda y: np.sqrt(((y[trial] - self.exact[trial]) ** 2).sum(axis=(0, 1)))
+        ez = np.maximum(err(self.chunked), err(self.serial))[w0:w1 + 1]
+        o = self.oracle[:, :, w0:w1 + 1]
+        floor = np.maximum(2.0 ** -24 * np.abs(o), 2.0 ** -150)
+        ef = np.sqrt((floor ** 2).sum(axis=(0, 1)))
+        return (K_GRADIENT * np.sqrt((ez ** 2).sum()) + np.sqrt((ef ** 2).sum())) / np.sqrt(w1 - w0 + 1)
+
+
+def build_driver(tmp, build):
+    driver = os.path.join(tmp, "driver")
+    subprocess.run(["g++", "-std=c++20", "-O2", "-I", os.path.join(ROOT, "reference/include"), "-I",
+                    os.path.join(ROOT, "common/include"), "-I", "/usr/include/eigen3",
+                    os.path.join(HERE, "chunked_backward_dbeta.cpp"), "-o", driver,
+                    os.path.join(build, "reference/liblarc_reference.a"), "-lmpfr", "-lgmp", "-lquadmath"], check=True)
+    return driver
+
+
+def tokens_mode(a, driver):
+    d = Draws(a.fixture, driver, a.trials, a.seed)
+    rel = np.abs(d.chunked[:, a.sequence, a.head] / d.exact[:, a.sequence, a.head] - 1)
+    print(f"{a.fixture}, sequence {a.sequence}, value head {a.head}: the float chunked backward's relative dβ error")
+    print(f"| token | α as expf gives it (trial 0) | min | median | 90th percentile | max (over {a.trials} trials of one-ulp α) |")
+    print("|---|---|---|---|---|---|")
+    for t in a.tokens:
+        r = rel[1:, t]
+        print(f"| {t} | {rel[0, t]:.2e} | {r.min():.2e} | {np.median(r):.2e} | {np.quantile(r, .9):.2e} | {r.max():.2e} |")
+
+
+def recheck_mode(a, driver, tmp):
+    results = json.load(open(a.recheck))["results"]
+    window = re.compile(r"^dbeta: window of timesteps (\d+)\.\.(\d+): RMS error ([0-9.e+-]+) > tolerance ([0-9.e+-]+)")
+    print(f"| case | window | kernel's RMS error | gate's tolerance | rebuilt, trial 0 | median over {a.trials} trials | "
+          f"kernel ÷ median tolerance | trials it passes |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c in results:
+        if c["pass"] or not c["kernel"].startswith("gdn-chunked-backward") or c["dtype"] != "fp32":
+            continue
+        if c["knobs"].get("cotangents") != 2 or any(not e.startswith("dbeta: window") for e in c["errors"]):
+            continue
+        m = window.match(c["errors"][0])
+        w0, w1, kernel_rms, gate_tol = int(m[1]), int(m[2]), float(m[3]), float(m[4])
+        fixture = os.path.join(tmp, "case.safetensors")
+        gen = c["reproduce"].split()[1:]  # gate --subject S --mechanism M ...
+        args = [x for i, x in enumerate(gen) if x != "gate" and gen[i - 1] != "--subject" and x != "--subject"]
+        subprocess.run([os.path.join(a.build, "tools/larc/larc"), "fixtures", "gen", *args, "--out", fixture],
+                       check=True, capture_output=True)
+        d = Draws(fixture, driver, a.trials, a.seed)
+        tols = np.array([d.window_tolerance(t, w0, w1) for t in range(a.trials + 1)])
+        shape = re.search(r"--shape (\S+)", c["reproduce"])[1]
+        print(f"| {c['kernel']} [{shape}] seed {c['reproduce'].split('--seed ')[1].split()[0]} | {w0}..{w1} | {kernel_rms:.3g} | "
+              f"{gate_tol:.3g} | {tols[0]:.3g} | {np.median(tols[1:]):.3g} | {kernel_rms / np.median(tols[1:]):.2f} | "
+              f"{int((tols[1:] >= kernel_rms).sum())} of {a.trials} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("fixture")
-    ap.add_argument("--sequence", type=int, required=True)
-    ap.add_argument("--head", type=int, required=True, help="value head")
-    ap.add_argument("--tokens", type=int, nargs="+", required=True)
+    ap.add_argument("--fixture")
+    ap.add_argument("--sequence", type=int)
+    ap.add_argument("--head", type=int, help="value head")
+    ap.add_argument("--tokens", type=int, nargs="+")
+    ap.add_argument("--recheck", help="a recheck JSON whose failing GDN dβ window cases to rebuild")
     ap.add_argument("--trials", type=int, default=39)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     a = ap.parse_args()
-    f = load_safetensors(a.fixture)
-    if "dht" not in f or "g" not in f:
-        raise SystemExit(f"{a.fixture}: expected a GDN gradient fixture with g and dht")
-    group = f["v"].shape[2] // f["k"].shape[2]
-    b, hv, hk = a.sequence, a.head, a.head // group
-    q, k, v = (f[x][b, :, h].astype(np.float64) for x, h in (("q", hk), ("k", hk), ("v", hv)))
-    g, beta = f["g"][b, :, hv], f["beta"][b, :, hv].astype(np.float64)
-    s0 = f["initial_state"][b, hv].astype(np.float64) if "initial_state" in f else np.zeros((k.shape[1], v.shape[1]))
-    dht = f["dht"][b, hv].astype(np.float64)
-    if "do" in f and np.any(f["do"][b, :, hv]):
-        raise SystemExit("the fixture has do: this experiment covers dht alone")
-    T = len(g)
-
+    if bool(a.recheck) == bool(a.fixture and a.tokens):
+        ap.error("give --recheck, or --fixture with --sequence, --head and --tokens")
     with tempfile.TemporaryDirectory() as tmp:
-        driver = os.path.join(tmp, "driver")
-        subprocess.run(["g++", "-std=c++20", "-O2", "-I", os.path.join(ROOT, "reference/include"), "-I",
-                        os.path.join(ROOT, "common/include"), "-I", "/usr/include/eigen3",
-                        os.path.join(HERE, "chunked_backward_dbeta.cpp"), "-o", driver,
-                        os.path.join(a.build, "reference/liblarc_reference.a"), "-lmpfr", "-lgmp", "-lquadmath"], check=True)
-        rng = np.random.default_rng(a.seed)
-        alpha0 = np.exp(g.astype(np.float64)).astype(np.float32)  # exp(g) rounded once to fp32
-        errors = []
-        for trial in range(a.trials + 1):
-            alpha = alpha0.copy()
-            if trial > 0:
-                moved = rng.random(T) < 0.5
-                alpha[moved] = np.nextafter(alpha[moved], np.where(rng.random(moved.sum()) < 0.5, np.float32(0), np.float32(2)))
-            text = [f"{T} {k.shape[1]} {v.shape[1]}"]
-            for m in (q, k, v, alpha.reshape(-1, 1), beta.reshape(-1, 1), s0, dht):
-                text += [" ".join(repr(float(x)) for x in row) for row in np.atleast_2d(m)]
-            out = subprocess.run([driver], input="\n".join(text) + "\n", capture_output=True, text=True, check=True).stdout
-            chunked = np.array([float(x) for x in out.split()])
-            exact = serial_dbeta(alpha.astype(np.float64), beta, k, v, s0, dht)
-            errors.append([abs(chunked[t] / exact[t] - 1) for t in a.tokens])
-    errors = np.array(errors)
-    print(f"{a.fixture}, sequence {b}, value head {hv}: the float chunked backward's relative dβ error")
-    print(f"| token | α rounded once (trial 0) | min | median | 90th percentile | max (over {a.trials} trials of one-ulp α) |")
-    print("|---|---|---|---|---|---|")
-    for i, t in enumerate(a.tokens):
-        r = errors[1:, i]
-        print(f"| {t} | {errors[0, i]:.2e} | {r.min():.2e} | {np.median(r):.2e} | {np.quantile(r, .9):.2e} | {r.max():.2e} |")
+        driver = build_driver(tmp, a.build)
+        if a.recheck:
+            recheck_mode(a, driver, tmp)
+        else:
+            tokens_mode(a, driver)
 
 
 if __name__ == "__main__":
