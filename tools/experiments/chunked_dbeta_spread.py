@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""How much the gate's float baselines of GDN's dβ depend on the rounding of their decays (docs/gate.md, "A
-window-only failure that first looked like a kernel defect").
+"""How much the gate's float baselines of GDN's dβ and KLA's dη depend on the rounding of their decays
+(docs/gate.md, "A window-only failure that first looked like a kernel defect").
 
-For a GDN gradient fixture with dht alone, every (sequence, value head) runs through the reference's float
+For a GDN or KLA gradient fixture with dht alone, every (sequence, value head) runs through the reference's float
 backward in both forms the gate uses as baselines (chunked UT/WY with chunk 64, and the serial adjoint): trial 0
 with α = expf(g) as the harness forms it, then trials 1..N with a random half of the inexact α (not 0, not 1)
 moved one ulp up or down — roundings as honest as a 1-ulp exp's. Each trial is judged against the exact dβ of
 its own α (the serial adjoint in float64), so the spread is the algorithms' rounding, not the problem's change.
+KLA's β = η / (‖k‖² + ε) is formed in float for the baselines and in float64 for the exact, and dη = dβ / (‖k‖² + ε).
 
   --tokens:  the chunked form's relative error at given tokens of one sequence and value head;
-  --recheck: for every GDN fp32 dht-only case of a recheck JSON (tools/h200 / reports/emulation) that fails dβ on
+  --recheck: for every GDN or KLA fp32 dht-only case of a recheck JSON (reports/emulation) that fails dβ (dη) on
              windows alone, the gate's window tolerance rebuilt per trial (k = 3 times the RMS over the window of
              the larger baseline error per timestep, plus the floor) against the kernel's window RMS error.
 
@@ -31,7 +32,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 K_GRADIENT = 3.0  # harness/include/larc/harness/tolerance.h: k_gradient
-WINDOW = 64
+KLA_EPS = 1e-6  # common/include/larc/common/mechanism_constants.h: kla_eps
 LIBM_EXPF = ctypes.CDLL("libm.so.6").expf
 LIBM_EXPF.restype, LIBM_EXPF.argtypes = ctypes.c_float, [ctypes.c_float]
 
@@ -63,12 +64,14 @@ def serial_dbeta(alpha, beta, k, v, s0, dht):
 
 
 class Draws:
-    """The float baselines' dβ and the exact dβ of each trial's α, for every (sequence, value head) of a fixture."""
+    """The float baselines' dβ (KLA: dη) and the exact one of each trial's α, for every (sequence, value head)."""
 
     def __init__(self, fixture, driver, trials, seed):
         f = load_safetensors(fixture)
         if "dht" not in f or "g" not in f:
-            raise SystemExit(f"{fixture}: expected a GDN gradient fixture with g and dht")
+            raise SystemExit(f"{fixture}: expected a GDN or KLA gradient fixture with g and dht")
+        kla = "eta" in f
+        self.output = "deta" if kla else "dbeta"
         if "do" in f and np.any(f["do"]):
             raise SystemExit(f"{fixture}: has do; this experiment covers dht alone")
         B, T, HV = f["v"].shape[:3]
@@ -76,11 +79,20 @@ class Draws:
         rng = np.random.default_rng(seed)
         shape = (trials + 1, B, HV, T)
         self.chunked, self.serial, self.exact = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-        self.oracle = f["oracle.dbeta"].transpose(0, 2, 1)  # [B, HV, T]
+        self.oracle = f[f"oracle.{self.output}"].transpose(0, 2, 1)  # [B, HV, T]
         for b in range(B):
             for hv in range(HV):
                 q, k = (f[x][b, :, hv // group].astype(np.float64) for x in ("q", "k"))
-                v, beta = f["v"][b, :, hv].astype(np.float64), f["beta"][b, :, hv].astype(np.float64)
+                v = f["v"][b, :, hv].astype(np.float64)
+                if kla:  # β as kla_beta forms it, in float for the baselines and in float64 for the exact
+                    k32, eta = f["k"][b, :, hv // group], f["eta"][b, :, hv]
+                    denom32 = (k32 * k32).sum(axis=1, dtype=np.float32) + np.float32(KLA_EPS)
+                    beta = (eta / denom32).astype(np.float32).astype(np.float64)
+                    denom = (k * k).sum(axis=1) + KLA_EPS
+                    beta_exact, to_output, to_output32 = eta.astype(np.float64) / denom, 1 / denom, denom32
+                else:
+                    beta = beta_exact = f["beta"][b, :, hv].astype(np.float64)
+                    to_output, to_output32 = 1.0, None
                 s0 = f["initial_state"][b, hv].astype(np.float64) if "initial_state" in f else np.zeros((k.shape[1], v.shape[1]))
                 dht = f["dht"][b, hv].astype(np.float64)
                 alpha0 = np.array([LIBM_EXPF(float(x)) for x in f["g"][b, :, hv]], dtype=np.float32)  # the harness's α
@@ -94,8 +106,10 @@ class Draws:
                         text += [" ".join(repr(float(x)) for x in row) for row in np.atleast_2d(m)]
                     out = subprocess.run([driver], input="\n".join(text) + "\n", capture_output=True, text=True, check=True).stdout
                     cols = np.array([[float(x) for x in line.split()] for line in out.strip().split("\n")])
+                    if to_output32 is not None:  # dη = dβ / (‖k‖² + ε), in float as the baselines form it
+                        cols = (cols.astype(np.float32) / to_output32[:, None]).astype(np.float64)
                     self.chunked[trial, b, hv], self.serial[trial, b, hv] = cols[:, 0], cols[:, 1]
-                    self.exact[trial, b, hv] = serial_dbeta(alpha.astype(np.float64), beta, k, v, s0, dht)
+                    self.exact[trial, b, hv] = serial_dbeta(alpha.astype(np.float64), beta_exact, k, v, s0, dht) * to_output
 
     def window_tolerance(self, trial, w0, w1):
         """The gate's window tolerance (RMS) with this trial's baselines: per timestep the larger of the two
@@ -130,14 +144,14 @@ def tokens_mode(a, driver):
 
 def recheck_mode(a, driver, tmp):
     results = json.load(open(a.recheck))["results"]
-    window = re.compile(r"^dbeta: window of timesteps (\d+)\.\.(\d+): RMS error ([0-9.e+-]+) > tolerance ([0-9.e+-]+)")
+    window = re.compile(r"^d(?:beta|eta): window of timesteps (\d+)\.\.(\d+): RMS error ([0-9.e+-]+) > tolerance ([0-9.e+-]+)")
     print(f"| case | window | kernel's RMS error | gate's tolerance | rebuilt, trial 0 | median over {a.trials} trials | "
           f"kernel ÷ median tolerance | trials it passes |")
     print("|---|---|---|---|---|---|---|---|")
     for c in results:
-        if c["pass"] or not c["kernel"].startswith("gdn-chunked-backward") or c["dtype"] != "fp32":
+        if c["pass"] or not c["kernel"].startswith(("gdn-chunked-backward", "kla-chunked-backward")) or c["dtype"] != "fp32":
             continue
-        if c["knobs"].get("cotangents") != 2 or any(not e.startswith("dbeta: window") for e in c["errors"]):
+        if c["knobs"].get("cotangents") != 2 or any(not window.match(e) for e in c["errors"]):
             continue
         m = window.match(c["errors"][0])
         w0, w1, kernel_rms, gate_tol = int(m[1]), int(m[2]), float(m[3]), float(m[4])
