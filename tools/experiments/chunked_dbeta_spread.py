@@ -7,7 +7,8 @@ backward in both forms the gate uses as baselines (chunked UT/WY with chunk 64, 
 with α = expf(g) as the harness forms it, then trials 1..N with a random half of the inexact α (not 0, not 1)
 moved one ulp up or down — roundings as honest as a 1-ulp exp's. Each trial is judged against the exact dβ of
 its own α (the serial adjoint in float64), so the spread is the algorithms' rounding, not the problem's change.
-KLA's β = η / (‖k‖² + ε) is formed in float for the baselines and in float64 for the exact, and dη = dβ / (‖k‖² + ε).
+KLA's β = η / (‖k‖² + ε) is formed in float for the baselines (and, being derived too, moved like α in trials
+1..N) and in float64 for the exact; dη = dβ / (‖k‖² + ε).
 
   --tokens:  the chunked form's relative error at given tokens of one sequence and value head;
   --recheck: for every GDN or KLA fp32 dht-only case of a recheck JSON (reports/emulation) that fails dβ (dη) on
@@ -101,8 +102,14 @@ class Draws:
                     if trial > 0:  # exp is exact at 0 and −∞: those α stay
                         moved = (rng.random(T) < 0.5) & (alpha != 0) & (alpha != 1)
                         alpha[moved] = np.nextafter(alpha[moved], np.where(rng.random(moved.sum()) < 0.5, np.float32(0), np.float32(2)))
+                    beta_t = beta
+                    if trial > 0 and kla:  # KLA's β is derived too: a random half of it one ulp either way
+                        b32 = beta.astype(np.float32)
+                        moved = rng.random(T) < 0.5
+                        b32[moved] = np.nextafter(b32[moved], np.where(rng.random(moved.sum()) < 0.5, np.float32(0), np.float32(4)))
+                        beta_t = b32.astype(np.float64)
                     text = [f"{T} {k.shape[1]} {v.shape[1]}"]
-                    for m in (q, k, v, alpha.reshape(-1, 1), beta.reshape(-1, 1), s0, dht):
+                    for m in (q, k, v, alpha.reshape(-1, 1), beta_t.reshape(-1, 1), s0, dht):
                         text += [" ".join(repr(float(x)) for x in row) for row in np.atleast_2d(m)]
                     out = subprocess.run([driver], input="\n".join(text) + "\n", capture_output=True, text=True, check=True).stdout
                     cols = np.array([[float(x) for x in line.split()] for line in out.strip().split("\n")])
