@@ -1,7 +1,8 @@
 // Reads one (sequence, value head) of a GDN problem as text (T K V; q, k, v rows; α; β; S_0 rows; dht rows),
 // runs the reference's float backward with dht alone in its two forms, the chunked (UT/WY, chunk 64, as the
-// gate's ref-chunked-f32) and the serial adjoint (checkpoint 64, as ref-serial-f32), and prints dβ a line: the
-// chunked form's, then the serial form's. Built by tools/experiments/chunked_dbeta_spread.py.
+// gate's ref-chunked-f32) and the serial adjoint (checkpoint 64, as ref-serial-f32), and prints a line a token:
+// dβ of the chunked form and of the serial form, then dk's K entries of each. Built by
+// tools/experiments/chunked_dbeta_spread.py.
 #include <cstdio>
 #include <iostream>
 
@@ -28,6 +29,10 @@ int main() {
   delta_rule::Cotangents<float> c{Mat<float>::Zero(T, V), Mat<float>(dht.cast<float>())};
   const auto chunked = delta_rule::chunked_backward<float>(p, c, 64);
   const auto serial = delta_rule::backward<float>(p, c, 64);
-  for (long t = 0; t < T; ++t)
-    std::printf("%.9e %.9e\n", static_cast<double>(chunked.grads.dbeta(t)), static_cast<double>(serial.dbeta(t)));
+  for (long t = 0; t < T; ++t) {
+    std::printf("%.9e %.9e", static_cast<double>(chunked.grads.dbeta(t)), static_cast<double>(serial.dbeta(t)));
+    for (const auto* dk : {&chunked.grads.dk, &serial.dk})
+      for (long i = 0; i < K; ++i) std::printf(" %.9e", static_cast<double>((*dk)(t, i)));
+    std::printf("\n");
+  }
 }

@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
-"""How much the gate's float baselines of GDN's dβ and KLA's dη depend on the rounding of their decays
+"""How much the gate's float baselines of a GDN/KLA gradient depend on the rounding of their derived quantities
 (docs/gate.md, "A window-only failure that first looked like a kernel defect").
 
 For a GDN or KLA gradient fixture with dht alone, every (sequence, value head) runs through the reference's float
-backward in both forms the gate uses as baselines (chunked UT/WY with chunk 64, and the serial adjoint): trial 0
-with α = expf(g) as the harness forms it, then trials 1..N with a random half of the inexact α (not 0, not 1)
-moved one ulp up or down — roundings as honest as a 1-ulp exp's. Each trial is judged against the exact dβ of
-its own α (the serial adjoint in float64), so the spread is the algorithms' rounding, not the problem's change.
-KLA's β = η / (‖k‖² + ε) is formed in float for the baselines (and, being derived too, moved like α in trials
-1..N) and in float64 for the exact; dη = dβ / (‖k‖² + ε).
+backward in both forms the gate uses as baselines (chunked UT/WY with chunk 64, and the serial adjoint):
+- trial 0 with α = expf(g), as the harness forms it;
+- trials 1..N with a random half of the inexact α (not 0, not 1) moved one ulp up or down, and likewise KLA's
+  β = η / (‖k‖² + ε): roundings as honest as a 1-ulp exp's.
+Each trial is judged against the exact gradient of its own α and β (the serial adjoint in float64), so the spread
+is the algorithms' rounding, not the problem's change. Baseline outputs are rounded to the output's dtype, as the
+gate rounds them; a window's tolerance is rebuilt as the gate builds it (k = 3 times the RMS over the window of the
+larger baseline error per timestep, plus the floor).
 
-  --tokens:  the chunked form's relative error at given tokens of one sequence and value head;
-  --recheck: for every GDN or KLA fp32 dht-only case of a recheck JSON (reports/emulation) that fails dβ (dη) on
-             windows alone, the gate's window tolerance rebuilt per trial (k = 3 times the RMS over the window of
-             the larger baseline error per timestep, plus the floor) against the kernel's window RMS error.
+  --tokens:   the chunked form's relative dβ (dη) error at given tokens of one sequence and value head;
+  --profile:  a kernel's per-timestep errors (`larc gate … --record-profile P`) on the fixture's case: every full
+              window of --output (dbeta, deta or, for GDN, dk) against the rebuilt tolerance, trial 0 and median;
+  --recheck:  every GDN or KLA fp32 dht-only case of a recheck JSON (reports/emulation) that fails dβ (dη) on
+              windows alone, its failing window against the rebuilt tolerance per trial.
 
   tools/experiments/chunked_dbeta_spread.py --fixture F --sequence 1 --head 2 --tokens 222 225
+  tools/experiments/chunked_dbeta_spread.py --fixture F --profile P --output dk
   tools/experiments/chunked_dbeta_spread.py --recheck reports/emulation/fuzz_recheck_backward_chunked.json
 
-Needs numpy, g++, a build of larc (build/tools/larc/larc, build/reference/liblarc_reference.a) and Eigen, MPFR."""
+Needs numpy, g++, a build of larc (build/tools/larc/larc, build/reference/liblarc_reference.a), Eigen and MPFR."""
 import argparse
 import ctypes
 import json
@@ -33,9 +37,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 K_GRADIENT = 3.0  # harness/include/larc/harness/tolerance.h: k_gradient
+WINDOW = 64  # harness/include/larc/harness/tolerance.h: window
 KLA_EPS = 1e-6  # common/include/larc/common/mechanism_constants.h: kla_eps
 LIBM_EXPF = ctypes.CDLL("libm.so.6").expf
 LIBM_EXPF.restype, LIBM_EXPF.argtypes = ctypes.c_float, [ctypes.c_float]
+# Per dtype: unit roundoff and half the smallest subnormal (the gate's floor, harness/src/tolerance.cpp).
+FLOORS = {"fp32": (2.0 ** -24, 2.0 ** -150), "fp16": (2.0 ** -11, 2.0 ** -25), "bf16": (2.0 ** -8, 2.0 ** -134)}
 
 
 def load_safetensors(path):
@@ -43,90 +50,133 @@ def load_safetensors(path):
     n = struct.unpack("<Q", raw[:8])[0]
     header = json.loads(raw[8:8 + n])
     data = raw[8 + n:]
-    kinds = {"F32": np.float32, "F64": np.float64}
-    return {name: np.frombuffer(data[t["data_offsets"][0]:t["data_offsets"][1]], dtype=kinds[t["dtype"]]).reshape(t["shape"])
-            for name, t in header.items() if name != "__metadata__"}
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        chunk = data[t["data_offsets"][0]:t["data_offsets"][1]]
+        if t["dtype"] == "BF16":
+            a = (np.frombuffer(chunk, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+        else:
+            a = np.frombuffer(chunk, dtype={"F16": np.float16, "F32": np.float32, "F64": np.float64}[t["dtype"]])
+        out[name] = a.reshape(t["shape"])
+    return out, header["__metadata__"]
 
 
-def serial_dbeta(alpha, beta, k, v, s0, dht):
-    """dβ of the serial adjoint in float64 (docs/gradients.md), dht alone."""
+def round_to(x, dtype):
+    """x rounded to the output dtype (round to nearest even), in float64."""
+    if dtype == "fp32":
+        return x.astype(np.float32).astype(np.float64)
+    if dtype == "fp16":
+        return x.astype(np.float16).astype(np.float64)
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return u.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def serial_gradients(alpha, beta, k, v, s0, dht):
+    """dβ and dk of the serial adjoint in float64 (docs/gradients.md), dht alone."""
     T = len(alpha)
-    S, r = s0.copy(), np.zeros_like(v)
+    S, r, decayed = s0.copy(), np.zeros_like(v), []
     for t in range(T):
-        decayed = alpha[t] * S
-        r[t] = v[t] - decayed.T @ k[t]
-        S = decayed + beta[t] * np.outer(k[t], r[t])
-    dS, db = dht.copy(), np.zeros(T)
+        decayed.append(alpha[t] * S)
+        r[t] = v[t] - decayed[t].T @ k[t]
+        S = decayed[t] + beta[t] * np.outer(k[t], r[t])
+    dS, db, dk = dht.copy(), np.zeros(T), np.zeros_like(k)
     for t in range(T - 1, -1, -1):
         du = dS.T @ k[t]
         db[t] = du @ r[t]
+        dk[t] = dS @ (beta[t] * r[t]) - decayed[t] @ (beta[t] * du)
         dS = alpha[t] * (dS - beta[t] * np.outer(k[t], du))
-    return db
+    return db, dk
+
+
+def moved_one_ulp(x, rng, keep):
+    """A random half of x (float32) one ulp up or down, but where keep says."""
+    x = x.copy()
+    m = (rng.random(len(x)) < 0.5) & ~keep
+    x[m] = np.nextafter(x[m], np.where(rng.random(m.sum()) < 0.5, np.float32(-np.inf), np.float32(np.inf)))
+    return x
 
 
 class Draws:
-    """The float baselines' dβ (KLA: dη) and the exact one of each trial's α, for every (sequence, value head)."""
+    """Per trial: the float baselines' step gradient (dβ, KLA's dη) and dk, and the exact ones of the trial's α, β."""
 
     def __init__(self, fixture, driver, trials, seed):
-        f = load_safetensors(fixture)
+        f, meta = load_safetensors(fixture)
         if "dht" not in f or "g" not in f:
             raise SystemExit(f"{fixture}: expected a GDN or KLA gradient fixture with g and dht")
-        kla = "eta" in f
-        self.output = "deta" if kla else "dbeta"
         if "do" in f and np.any(f["do"]):
             raise SystemExit(f"{fixture}: has do; this experiment covers dht alone")
-        B, T, HV = f["v"].shape[:3]
-        group = HV // f["k"].shape[2]
+        self.kla = "eta" in f
+        self.dtype = meta["dtype"]
+        B, T, HV, V = f["v"].shape
+        H, K = f["k"].shape[2], f["k"].shape[3]
+        group = HV // H
         rng = np.random.default_rng(seed)
-        shape = (trials + 1, B, HV, T)
-        self.chunked, self.serial, self.exact = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-        self.oracle = f[f"oracle.{self.output}"].transpose(0, 2, 1)  # [B, HV, T]
+        self.step = {x: np.zeros((trials + 1, B, HV, T)) for x in ("chunked", "serial", "exact")}
+        self.dk = {x: np.zeros((trials + 1, B, H, T, K)) for x in ("chunked", "serial", "exact")}
+        self.oracle = {"step": f["oracle.deta" if self.kla else "oracle.dbeta"].transpose(0, 2, 1),
+                       "dk": f["oracle.dk"].transpose(0, 2, 1, 3)}
         for b in range(B):
             for hv in range(HV):
-                q, k = (f[x][b, :, hv // group].astype(np.float64) for x in ("q", "k"))
+                hk = hv // group
+                q, k = (f[x][b, :, hk].astype(np.float64) for x in ("q", "k"))
                 v = f["v"][b, :, hv].astype(np.float64)
-                if kla:  # β as kla_beta forms it, in float for the baselines and in float64 for the exact
-                    k32, eta = f["k"][b, :, hv // group], f["eta"][b, :, hv]
+                if self.kla:  # β as kla_beta forms it: in float for the baselines, in float64 for the exact
+                    k32 = f["k"][b, :, hk].astype(np.float32)
+                    eta = f["eta"][b, :, hv].astype(np.float64)
                     denom32 = (k32 * k32).sum(axis=1, dtype=np.float32) + np.float32(KLA_EPS)
-                    beta = (eta / denom32).astype(np.float32).astype(np.float64)
+                    beta0 = (eta.astype(np.float32) / denom32).astype(np.float32)
                     denom = (k * k).sum(axis=1) + KLA_EPS
-                    beta_exact, to_output, to_output32 = eta.astype(np.float64) / denom, 1 / denom, denom32
                 else:
-                    beta = beta_exact = f["beta"][b, :, hv].astype(np.float64)
-                    to_output, to_output32 = 1.0, None
-                s0 = f["initial_state"][b, hv].astype(np.float64) if "initial_state" in f else np.zeros((k.shape[1], v.shape[1]))
+                    beta0 = f["beta"][b, :, hv].astype(np.float32)
+                s0 = f["initial_state"][b, hv].astype(np.float64) if "initial_state" in f else np.zeros((K, V))
                 dht = f["dht"][b, hv].astype(np.float64)
-                alpha0 = np.array([LIBM_EXPF(float(x)) for x in f["g"][b, :, hv]], dtype=np.float32)  # the harness's α
+                alpha0 = np.array([LIBM_EXPF(float(x)) for x in f["g"][b, :, hv].astype(np.float32)], dtype=np.float32)
                 for trial in range(trials + 1):
-                    alpha = alpha0.copy()
-                    if trial > 0:  # exp is exact at 0 and −∞: those α stay
-                        moved = (rng.random(T) < 0.5) & (alpha != 0) & (alpha != 1)
-                        alpha[moved] = np.nextafter(alpha[moved], np.where(rng.random(moved.sum()) < 0.5, np.float32(0), np.float32(2)))
-                    beta_t = beta
-                    if trial > 0 and kla:  # KLA's β is derived too: a random half of it one ulp either way
-                        b32 = beta.astype(np.float32)
-                        moved = rng.random(T) < 0.5
-                        b32[moved] = np.nextafter(b32[moved], np.where(rng.random(moved.sum()) < 0.5, np.float32(0), np.float32(4)))
-                        beta_t = b32.astype(np.float64)
-                    text = [f"{T} {k.shape[1]} {v.shape[1]}"]
-                    for m in (q, k, v, alpha.reshape(-1, 1), beta_t.reshape(-1, 1), s0, dht):
+                    alpha, beta = alpha0, beta0
+                    if trial > 0:  # exp is exact at 0 and −∞; GDN's β is an input, KLA's is derived
+                        alpha = moved_one_ulp(alpha0, rng, (alpha0 == 0) | (alpha0 == 1))
+                        if self.kla:
+                            beta = moved_one_ulp(beta0, rng, np.zeros(T, bool))
+                    text = [f"{T} {K} {V}"]
+                    for m in (q, k, v, alpha.reshape(-1, 1), beta.reshape(-1, 1), s0, dht):
                         text += [" ".join(repr(float(x)) for x in row) for row in np.atleast_2d(m)]
                     out = subprocess.run([driver], input="\n".join(text) + "\n", capture_output=True, text=True, check=True).stdout
                     cols = np.array([[float(x) for x in line.split()] for line in out.strip().split("\n")])
-                    if to_output32 is not None:  # dη = dβ / (‖k‖² + ε), in float as the baselines form it
-                        cols = (cols.astype(np.float32) / to_output32[:, None]).astype(np.float64)
-                    self.chunked[trial, b, hv], self.serial[trial, b, hv] = cols[:, 0], cols[:, 1]
-                    self.exact[trial, b, hv] = serial_dbeta(alpha.astype(np.float64), beta_exact, k, v, s0, dht) * to_output
+                    db = {"chunked": cols[:, 0], "serial": cols[:, 1]}
+                    dk = {"chunked": cols[:, 2:2 + K], "serial": cols[:, 2 + K:2 + 2 * K]}
+                    beta_exact = eta / denom if self.kla else beta0.astype(np.float64)
+                    db["exact"], dk["exact"] = serial_gradients(alpha.astype(np.float64), beta_exact if trial == 0 or not self.kla
+                                                                else beta.astype(np.float64), k, v, s0, dht)
+                    for form in ("chunked", "serial", "exact"):
+                        step = db[form]
+                        if self.kla:  # dη = dβ / (‖k‖² + ε); KLA's dk would gain the path through ‖k‖² (not covered)
+                            step = (step.astype(np.float32) / denom32).astype(np.float64) if form != "exact" else step / denom
+                        self.step[form][trial, b, hv] = step
+                        self.dk[form][trial, b, hk] += dk[form]
 
-    def window_tolerance(self, trial, w0, w1):
-        """The gate's window tolerance (RMS) with this trial's baselines: per timestep the larger of the two
-        baselines' errors over the slice, k times their RMS over the window, plus the floor's."""
-        err = lambda y: np.sqrt(((y[trial] - self.exact[trial]) ** 2).sum(axis=(0, 1)))
-        ez = np.maximum(err(self.chunked), err(self.serial))[w0:w1 + 1]
-        o = self.oracle[:, :, w0:w1 + 1]
-        floor = np.maximum(2.0 ** -24 * np.abs(o), 2.0 ** -150)
-        ef = np.sqrt((floor ** 2).sum(axis=(0, 1)))
-        return (K_GRADIENT * np.sqrt((ez ** 2).sum()) + np.sqrt((ef ** 2).sum())) / np.sqrt(w1 - w0 + 1)
+    def output(self, name):
+        if name == "dk" and self.kla:
+            raise SystemExit("KLA's dk gains the path through ‖k‖²: not covered")
+        return (self.dk, self.oracle["dk"]) if name == "dk" else (self.step, self.oracle["step"])
+
+    def slice_errors(self, name, trial):
+        """Per timestep: the larger of the two baselines' errors over the slice (rounded to the output dtype)."""
+        d, _ = self.output(name)
+        axes = tuple(i for i in range(d["exact"].ndim - 1) if i != 2)  # all but the time axis of [B, H, T(, K)]
+        err = lambda form: np.sqrt(((round_to(d[form][trial], self.dtype) - d["exact"][trial]) ** 2).sum(axis=axes))
+        return np.maximum(err("chunked"), err("serial"))
+
+    def window_tolerance(self, name, trial, w0, w1):
+        """The gate's window tolerance (RMS) with this trial's baselines."""
+        _, oracle = self.output(name)
+        ez = self.slice_errors(name, trial)[w0:w1 + 1]
+        u, half_quantum = FLOORS[self.dtype]
+        o = np.take(oracle, range(w0, w1 + 1), axis=2)
+        ef2 = (np.maximum(u * np.abs(o), half_quantum) ** 2).sum()
+        return (K_GRADIENT * np.sqrt((ez ** 2).sum()) + np.sqrt(ef2)) / np.sqrt(w1 - w0 + 1)
 
 
 def build_driver(tmp, build):
@@ -140,13 +190,41 @@ def build_driver(tmp, build):
 
 def tokens_mode(a, driver):
     d = Draws(a.fixture, driver, a.trials, a.seed)
-    rel = np.abs(d.chunked[:, a.sequence, a.head] / d.exact[:, a.sequence, a.head] - 1)
-    print(f"{a.fixture}, sequence {a.sequence}, value head {a.head}: the float chunked backward's relative dβ error")
-    print(f"| token | α as expf gives it (trial 0) | min | median | 90th percentile | max (over {a.trials} trials of one-ulp α) |")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.abs(d.step["chunked"][:, a.sequence, a.head] / d.step["exact"][:, a.sequence, a.head] - 1)
+    print(f"{a.fixture}, sequence {a.sequence}, value head {a.head}: the float chunked backward's relative "
+          f"{'dη' if d.kla else 'dβ'} error")
+    print(f"| token | trial 0 | min | median | 90th percentile | max (over {a.trials} trials) |")
     print("|---|---|---|---|---|---|")
     for t in a.tokens:
         r = rel[1:, t]
         print(f"| {t} | {rel[0, t]:.2e} | {r.min():.2e} | {np.median(r):.2e} | {np.quantile(r, .9):.2e} | {r.max():.2e} |")
+
+
+def window_rows(d, name, kernel_rms, windows, trials):
+    """(window, kernel's RMS, trial 0's tolerance, the median's, kernel ÷ median, trials it passes) per window."""
+    for w0, w1 in windows:
+        tols = np.array([d.window_tolerance(name, t, w0, w1) for t in range(trials + 1)])
+        med = np.median(tols[1:])
+        yield w0, w1, kernel_rms(w0, w1), tols[0], med, kernel_rms(w0, w1) / med, int((tols[1:] >= kernel_rms(w0, w1)).sum())
+
+
+def profile_mode(a, driver):
+    d = Draws(a.fixture, driver, a.trials, a.seed)
+    errors = np.array(json.load(open(a.profile))["cases"][0]["outputs"][a.output]["error"])
+    T = len(errors)
+    windows = [(w0, w0 + WINDOW - 1) for w0 in range(0, max(1, T - WINDOW + 1))]
+    rows = list(window_rows(d, a.output, lambda w0, w1: np.sqrt(np.mean(errors[w0:w1 + 1] ** 2)), windows, a.trials))
+    fail0 = [r for r in rows if r[2] > r[3]]
+    fail_med = [r for r in rows if r[5] > 1]
+    print(f"{a.output}: {len(rows)} full windows; the kernel fails {len(fail0)} against trial 0's tolerance and "
+          f"{len(fail_med)} against the median of {a.trials} trials"
+          + (f" (worst {max(r[5] for r in fail_med):.2f}×)" if fail_med else ""))
+    print(f"| window | kernel's RMS error | trial 0's tolerance | median tolerance | kernel ÷ median | trials it passes |")
+    print("|---|---|---|---|---|---|")
+    for w0, w1, kr, t0, med, ratio, passes in rows:
+        if kr > t0 or ratio > 1:
+            print(f"| {w0}..{w1} | {kr:.3g} | {t0:.3g} | {med:.3g} | {ratio:.2f} | {passes} of {a.trials} |")
 
 
 def recheck_mode(a, driver, tmp):
@@ -163,16 +241,17 @@ def recheck_mode(a, driver, tmp):
         m = window.match(c["errors"][0])
         w0, w1, kernel_rms, gate_tol = int(m[1]), int(m[2]), float(m[3]), float(m[4])
         fixture = os.path.join(tmp, "case.safetensors")
-        gen = c["reproduce"].split()[1:]  # gate --subject S --mechanism M ...
-        args = [x for i, x in enumerate(gen) if x != "gate" and gen[i - 1] != "--subject" and x != "--subject"]
-        subprocess.run([os.path.join(a.build, "tools/larc/larc"), "fixtures", "gen", *args, "--out", fixture],
+        words = c["reproduce"].split()[2:]  # after "larc gate": drop the subject, keep the case's description
+        i = words.index("--subject")
+        subprocess.run([os.path.join(a.build, "tools/larc/larc"), "fixtures", "gen", *(words[:i] + words[i + 2:]), "--out", fixture],
                        check=True, capture_output=True)
         d = Draws(fixture, driver, a.trials, a.seed)
-        tols = np.array([d.window_tolerance(t, w0, w1) for t in range(a.trials + 1)])
+        name = "deta" if d.kla else "dbeta"
+        (_, _, _, t0, med, ratio, passes), = window_rows(d, name, lambda *_: kernel_rms, [(w0, w1)], a.trials)
         shape = re.search(r"--shape (\S+)", c["reproduce"])[1]
-        print(f"| {c['kernel']} [{shape}] seed {c['reproduce'].split('--seed ')[1].split()[0]} | {w0}..{w1} | {kernel_rms:.3g} | "
-              f"{gate_tol:.3g} | {tols[0]:.3g} | {np.median(tols[1:]):.3g} | {kernel_rms / np.median(tols[1:]):.2f} | "
-              f"{int((tols[1:] >= kernel_rms).sum())} of {a.trials} |")
+        seed = re.search(r"--seed (\S+)", c["reproduce"])[1]
+        print(f"| {c['kernel']} [{shape}] seed {seed} | {w0}..{w1} | {kernel_rms:.3g} | {gate_tol:.3g} | {t0:.3g} | "
+              f"{med:.3g} | {ratio:.2f} | {passes} of {a.trials} |")
 
 
 def main():
@@ -181,19 +260,24 @@ def main():
     ap.add_argument("--sequence", type=int)
     ap.add_argument("--head", type=int, help="value head")
     ap.add_argument("--tokens", type=int, nargs="+")
-    ap.add_argument("--recheck", help="a recheck JSON whose failing GDN dβ window cases to rebuild")
+    ap.add_argument("--profile", help="the kernel's `larc gate --record-profile` JSON on the fixture's case")
+    ap.add_argument("--output", default="dbeta", choices=["dbeta", "deta", "dk"])
+    ap.add_argument("--recheck", help="a recheck JSON whose failing GDN/KLA dβ (dη) window cases to rebuild")
     ap.add_argument("--trials", type=int, default=39)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     a = ap.parse_args()
-    if bool(a.recheck) == bool(a.fixture and a.tokens):
-        ap.error("give --recheck, or --fixture with --sequence, --head and --tokens")
+    modes = [bool(a.recheck), bool(a.fixture and a.tokens), bool(a.fixture and a.profile)]
+    if sum(modes) != 1:
+        ap.error("give --recheck, or --fixture with --tokens (and --sequence, --head), or --fixture with --profile")
     with tempfile.TemporaryDirectory() as tmp:
         driver = build_driver(tmp, a.build)
         if a.recheck:
             recheck_mode(a, driver, tmp)
-        else:
+        elif a.tokens:
             tokens_mode(a, driver)
+        else:
+            profile_mode(a, driver)
 
 
 if __name__ == "__main__":
