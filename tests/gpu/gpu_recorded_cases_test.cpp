@@ -65,7 +65,7 @@ std::vector<RecordedCase> recorded_cases() {
       // kernel's relative error is 6.2e-6 against the float forms' 4e-8 and 8e-8, a cancellation in
       // Tᵀ dV_new (Σ|terms| / |dβ| = 94). The float chunked form's own error there spreads over two orders
       // of magnitude under honest roundings of its decays, the gate's draw at the bottom
-      // (reports/emulation/chunked_dbeta_spread.md; docs/gate.md, "A window-only failure that first looked
+      // (reports/emulation/gradient_baseline_spread.md; docs/gate.md, "A window-only failure that first looked
       // like a kernel defect"): against the median draw the kernel fails one window of three, by 2.5×, its
       // error at token 225 8× the algorithm's median there. Open.
       {"fp32_dbeta_cancellation_where_the_transfer_contracts",

@@ -18,9 +18,9 @@ larger baseline error per timestep, plus the floor).
   --recheck:  every GDN or KLA fp32 dht-only case of a recheck JSON (reports/emulation) that fails dβ (dη) on
               windows alone, its failing window against the rebuilt tolerance per trial.
 
-  tools/experiments/chunked_dbeta_spread.py --fixture F --sequence 1 --head 2 --tokens 222 225
-  tools/experiments/chunked_dbeta_spread.py --fixture F --profile P --output dk
-  tools/experiments/chunked_dbeta_spread.py --recheck reports/emulation/fuzz_recheck_backward_chunked.json
+  tools/experiments/gradient_baseline_spread.py --fixture F --sequence 1 --head 2 --tokens 222 225
+  tools/experiments/gradient_baseline_spread.py --fixture F --profile P --output dk
+  tools/experiments/gradient_baseline_spread.py --recheck reports/emulation/fuzz_recheck_backward_chunked.json
 
 Needs numpy, g++, a build of larc (build/tools/larc/larc, build/reference/liblarc_reference.a), Eigen and MPFR."""
 import argparse
@@ -183,7 +183,7 @@ def build_driver(tmp, build):
     driver = os.path.join(tmp, "driver")
     subprocess.run(["g++", "-std=c++20", "-O2", "-I", os.path.join(ROOT, "reference/include"), "-I",
                     os.path.join(ROOT, "common/include"), "-I", "/usr/include/eigen3",
-                    os.path.join(HERE, "chunked_backward_dbeta.cpp"), "-o", driver,
+                    os.path.join(HERE, "delta_rule_float_backward.cpp"), "-o", driver,
                     os.path.join(build, "reference/liblarc_reference.a"), "-lmpfr", "-lgmp", "-lquadmath"], check=True)
     return driver
 

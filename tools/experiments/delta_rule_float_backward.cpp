@@ -2,7 +2,7 @@
 // runs the reference's float backward with dht alone in its two forms, the chunked (UT/WY, chunk 64, as the
 // gate's ref-chunked-f32) and the serial adjoint (checkpoint 64, as ref-serial-f32), and prints a line a token:
 // dβ of the chunked form and of the serial form, then dk's K entries of each. Built by
-// tools/experiments/chunked_dbeta_spread.py.
+// tools/experiments/gradient_baseline_spread.py.
 #include <cstdio>
 #include <iostream>
 
@@ -21,7 +21,7 @@ int main() {
   const Mat<double> q = read(T, K), k = read(T, K), v = read(T, V), alpha = read(T, 1), beta = read(T, 1);
   const Mat<double> s0 = read(K, V), dht = read(K, V);
   if (!std::cin) {
-    std::fprintf(stderr, "chunked_backward_dbeta: the problem text is short or malformed\n");
+    std::fprintf(stderr, "delta_rule_float_backward: the problem text is short or malformed\n");
     return 2;
   }
   const delta_rule::Problem<float> p{q.cast<float>(), k.cast<float>(), v.cast<float>(), alpha.col(0).cast<float>(),
