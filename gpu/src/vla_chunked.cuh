@@ -214,6 +214,19 @@ __device__ __forceinline__ void tile_product(float (&acc)[ROWS][COLS], const flo
   }
 }
 
+// φ(k_t) of the chunk's tokens to dst [64][KP] (floats), zero past n and K, by the whole block; the loads
+// unrolled, so that many are in flight at once. penalty_gram sums it into ζ's chunk total, penalty_chunk into
+// ζ_t.
+template <class T, int KP>
+__device__ __forceinline__ void stage_key_features(float* dst, const TokenRows<const T>& k, std::int64_t t0, int n, int K) {
+  static_assert(kChunk * KP % kThreads == 0);
+#pragma unroll 8
+  for (int a = 0; a < kChunk * KP / kThreads; ++a) {
+    const int e = static_cast<int>(threadIdx.x) + a * kThreads, i = e / KP, d = e % KP;
+    dst[e] = i < n && d < K ? elu_plus_one(to_float(k(t0 + i, d))) : 0.f;
+  }
+}
+
 // Shared memory of penalty_gram: the chunk's u_t widened to double once [64][KP], then φ(k_t) [64][KP] (floats).
 template <int KP>
 struct GramLayout {
@@ -240,12 +253,9 @@ __global__ void __launch_bounds__(kThreads) penalty_gram(const Params<T> p) {
     float u[KP / 32] = {}, khat[KP / 32];
     if (i < ch.n) key_directions<T, KP>(k, ch.t0 + i, K, u, khat);
 #pragma unroll
-    for (int c = 0; c < KP / 32; ++c) {
-      const int d = lane + 32 * c;
-      u_s[i * KP + d] = static_cast<double>(u[c]);
-      phi_s[i * KP + d] = i < ch.n && d < K ? elu_plus_one(to_float(k(ch.t0 + i, d))) : 0.f;
-    }
+    for (int c = 0; c < KP / 32; ++c) u_s[i * KP + lane + 32 * c] = static_cast<double>(u[c]);
   }
+  stage_key_features<T, KP>(phi_s, k, ch.t0, ch.n, K);
   __syncthreads();
   if (threadIdx.x < KP) {
     const int d = threadIdx.x;
@@ -464,13 +474,7 @@ __global__ void __launch_bounds__(kThreads, 2) penalty_chunk(const Params<T> p) 
 
   // ζ_t: φ(k) of the chunk, then thread d sums its coordinate over the tokens in order, in place, from ζ
   // before the chunk.
-  // The chunk's loads unrolled, so that many are in flight at once (the kernel waits on global loads).
-  static_assert(kChunk * KP % kThreads == 0 && kChunk % kWarps == 0);
-#pragma unroll 8
-  for (int a = 0; a < kChunk * KP / kThreads; ++a) {
-    const int e = threadIdx.x + a * kThreads, i = e / KP, d = e % KP;
-    zeta_s[e] = i < n && d < K ? elu_plus_one(to_float(k(t0 + i, d))) : 0.f;
-  }
+  stage_key_features<T, KP>(zeta_s, k, t0, n, K);
   __syncthreads();
   if (col < KP) {
     float zeta = static_cast<float>(SR::zeta(start)[col]);
@@ -479,6 +483,7 @@ __global__ void __launch_bounds__(kThreads, 2) penalty_chunk(const Params<T> p) 
   __syncthreads();
   // A warp per token: den_t = max(ζ_tᵀ φ(q_t), stab_eps); the warp's tokens' q loaded before any sum.
   {
+    static_assert(kChunk % kWarps == 0);
     constexpr int kTokens = kChunk / kWarps;
     float phi_q[kTokens][KP / 32];
 #pragma unroll
