@@ -123,11 +123,10 @@ class Draws:
                 hk = hv // group
                 q, k = (f[x][b, :, hk].astype(np.float64) for x in ("q", "k"))
                 v = f["v"][b, :, hv].astype(np.float64)
-                if self.kla:  # β as kla_beta forms it: in float for the baselines, in float64 for the exact
+                if self.kla:  # β as kla_beta forms it, in float; dη = dβ / (‖k‖² + ε)
                     k32 = f["k"][b, :, hk].astype(np.float32)
-                    eta = f["eta"][b, :, hv].astype(np.float64)
                     denom32 = (k32 * k32).sum(axis=1, dtype=np.float32) + np.float32(KLA_EPS)
-                    beta0 = (eta.astype(np.float32) / denom32).astype(np.float32)
+                    beta0 = f["eta"][b, :, hv].astype(np.float32) / denom32
                     denom = (k * k).sum(axis=1) + KLA_EPS
                 else:
                     beta0 = f["beta"][b, :, hv].astype(np.float32)
@@ -147,9 +146,7 @@ class Draws:
                     cols = np.array([[float(x) for x in line.split()] for line in out.strip().split("\n")])
                     db = {"chunked": cols[:, 0], "serial": cols[:, 1]}
                     dk = {"chunked": cols[:, 2:2 + K], "serial": cols[:, 2 + K:2 + 2 * K]}
-                    beta_exact = eta / denom if self.kla else beta0.astype(np.float64)
-                    db["exact"], dk["exact"] = serial_gradients(alpha.astype(np.float64), beta_exact if trial == 0 or not self.kla
-                                                                else beta.astype(np.float64), k, v, s0, dht)
+                    db["exact"], dk["exact"] = serial_gradients(alpha.astype(np.float64), beta.astype(np.float64), k, v, s0, dht)
                     for form in ("chunked", "serial", "exact"):
                         step = db[form]
                         if self.kla:  # dη = dβ / (‖k‖² + ε); KLA's dk would gain the path through ‖k‖² (not covered)
