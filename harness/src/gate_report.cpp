@@ -207,7 +207,8 @@ std::string gate_markdown(const std::vector<CaseResult>& results, const std::str
   std::ostringstream m;
   m << "# larc gate\n\nSource tree (reference/ + gpu/): `" << tree_hash << "`. " << results.size() << " cases, "
     << failures << " failed" << skipped_note(results) << ". Tolerance: per timestep and per trailing window of 64, error ≤ 2 × the same-precision "
-    << "baseline's + the dtype's rounding of the oracle (docs/gate.md).\n\n"
+    << "baseline's (3 × for gradients; GDN's and KLA's gradient baselines also under rounding draws of their derived gates) "
+    << "+ the dtype's rounding of the oracle (docs/gate.md).\n\n"
     << "The grade column gives, per output, the strictest precision grade met / the grade declared.\n\n"
     << "| kernel | mechanism | dtype | shape | seed | origin | verdict | grade met / declared | max rel err | baseline rel err | worst t | error/tolerance |\n"
     << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";

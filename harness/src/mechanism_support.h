@@ -254,6 +254,19 @@ Mechanism gradient_twin_with_io_form(const Mechanism& forward, std::vector<Tenso
   return m;
 }
 
+// `m` (a gradient twin with an io form) with float baselines under rounding draws of the gates it derives
+// (Mechanism::compute_rounding_draw): gradients_at(in, chunk, operands, draw) is gradient_twin_with_io_form's
+// gradients_at with those gates under `draw`.
+template <class GradientsAt>
+Mechanism with_rounding_draws(Mechanism m, GradientsAt gradients_at) {
+  m.compute_rounding_draw = [gradients_at](const ValueMap& in, ref::Form form, std::int64_t chunk, std::uint64_t draw) {
+    return form == ref::Form::chunked
+               ? gradients_at.template operator()<float>(in, std::optional(chunk), ref::OperandFormat::none, draw)
+               : gradients_at.template operator()<float>(in, std::nullopt, ref::OperandFormat::none, draw);
+  };
+  return m;
+}
+
 // The checkpoint interval of the reference's float adjoints (the serial baselines of the gradient twins).
 inline constexpr Eigen::Index kBackwardCheckpoint = 64;
 

@@ -253,15 +253,17 @@ std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step
   return g;
 }
 
-// How a baseline's gradients are formed (dr::BackwardForm): the serial adjoint, checkpointed every
+// How a baseline's gradients are formed (dr::BackwardForm), its derived gates under rounding draw `draw`
+// (0: as computed): the serial adjoint, checkpointed every
 // kBackwardCheckpoint tokens (the oracle and the serial baseline); for a chunk size, the chunked (UT/WY)
 // backward — in S for the chunked form's fp32 baseline (dβ and dg as chunk kernels form them, and the
 // UT/WY form's own rounding on dh0), with every matrix-product operand rounded to an operand format for
 // the io grade's baseline.
 template <class S>
-dr::BackwardForm<S> backward_form(std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
+dr::BackwardForm<S> backward_form(std::optional<std::int64_t> chunk, ref::OperandFormat operands, std::uint64_t draw) {
   dr::BackwardForm<S> form;
   form.checkpoint = kBackwardCheckpoint;
+  form.rounding_draw = draw;
   if (chunk) {
     form.chunk = *chunk;
     form.ops = ref::MatmulOperands<S>(operands);
@@ -290,12 +292,13 @@ ValueMap gradient_values(const dr::BatchedGradients<S>& g, const std::string& st
 
 // The gradients in scalar S of GDN and DeltaNet with either front end in the form backward_form names.
 auto gdn_gradients(QkFrontEnd front_end) {
-  return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
+  return [front_end]<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands,
+                              std::uint64_t draw = 0) {
     const auto [q, k] = grouped_qk<S>(in, front_end, operands);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), beta = cast_tensor<S>(in.at("beta"));
     const auto cot = cotangents_in<S>(in);
     return gradient_values(dr::gdn_backward_batched<S>(q, k, v, g, beta, cot, scale_in<S>(in), initial_state_in<S>(in),
-                                                       backward_form<S>(chunk, operands)),
+                                                       backward_form<S>(chunk, operands, draw)),
                            "beta", in, front_end);
   };
 }
@@ -305,7 +308,7 @@ auto deltanet_gradients(QkFrontEnd front_end) {
     const auto [q, k] = grouped_qk<S>(in, front_end, operands);
     return gradient_values(dr::deltanet_backward_batched<S>(q, k, cast_tensor<S>(in.at("v")), cast_tensor<S>(in.at("beta")),
                                                             cotangents_in<S>(in), scale_in<S>(in), initial_state_in<S>(in),
-                                                            backward_form<S>(chunk, operands)),
+                                                            backward_form<S>(chunk, operands, 0)),
                            "beta", in, front_end);
   };
 }
@@ -317,27 +320,33 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
   out.push_back(deltanet_m);
   out.push_back(kla_m);
   // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
-  out.push_back(gradient_twin_with_io_form(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients(QkFrontEnd::given)));
+  // GDN's and KLA's baselines also under rounding draws of their derived gates (α; KLA's β); DeltaNet derives none.
+  out.push_back(with_rounding_draws(
+      gradient_twin_with_io_form(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients(QkFrontEnd::given)),
+      gdn_gradients(QkFrontEnd::given)));
   out.push_back(gradient_twin_with_io_form(deltanet_m, delta_rule_gradients(false, "beta"),
                                                 deltanet_gradients(QkFrontEnd::given)));
   // KLA's gradients in scalar S, the chunked form's as for GDN.
-  const auto kla_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands) {
+  const auto kla_gradients = []<class S>(const ValueMap& in, std::optional<std::int64_t> chunk, ref::OperandFormat operands,
+                                        std::uint64_t draw = 0) {
     const auto [q, k] = grouped_qk<S>(in);
     const auto v = cast_tensor<S>(in.at("v")), g = cast_tensor<S>(in.at("g")), eta = cast_tensor<S>(in.at("eta"));
     const auto cot = cotangents_in<S>(in);
     const S eps = ref::from_double<S>(kKlaEps);
     return gradient_values(dr::kla_backward_batched<S>(q, k, v, g, eta, eps, cot, scale_in<S>(in), initial_state_in<S>(in),
-                                                       backward_form<S>(chunk, operands)),
+                                                       backward_form<S>(chunk, operands, draw)),
                            "eta", in, QkFrontEnd::given);
   };
-  out.push_back(gradient_twin_with_io_form(kla_m, delta_rule_gradients(true, "eta"), kla_gradients));
+  out.push_back(with_rounding_draws(gradient_twin_with_io_form(kla_m, delta_rule_gradients(true, "eta"), kla_gradients),
+                                    kla_gradients));
   // FLA's use_qk_l2norm_in_kernel=True: GDN and DeltaNet on raw q and k, and their twins (dq, dk of the
   // raw inputs through the normalisation's chain rule).
   const Mechanism gdn_l2 = gdn(QkFrontEnd::l2norm_in_kernel), deltanet_l2 = deltanet(QkFrontEnd::l2norm_in_kernel);
   out.push_back(gdn_l2);
   out.push_back(deltanet_l2);
-  out.push_back(gradient_twin_with_io_form(gdn_l2, delta_rule_gradients(true, "beta"),
-                                                gdn_gradients(QkFrontEnd::l2norm_in_kernel)));
+  out.push_back(with_rounding_draws(gradient_twin_with_io_form(gdn_l2, delta_rule_gradients(true, "beta"),
+                                                                gdn_gradients(QkFrontEnd::l2norm_in_kernel)),
+                                     gdn_gradients(QkFrontEnd::l2norm_in_kernel)));
   out.push_back(gradient_twin_with_io_form(deltanet_l2, delta_rule_gradients(false, "beta"),
                                                 deltanet_gradients(QkFrontEnd::l2norm_in_kernel)));
 }

@@ -1,6 +1,7 @@
 #include "reference_subjects.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace larc::harness::detail {
 
@@ -21,6 +22,12 @@ void run_reference_in_float(const Mechanism& m, ref::Form form, const TensorMap&
   write_rounded(m, m.compute(decode_all(inputs), Precision::f32, form, kReferenceChunk), outputs);
 }
 
+void run_reference_in_float_draw(const Mechanism& m, ref::Form form, std::uint64_t draw, const TensorMap& inputs,
+                                 TensorMap& outputs) {
+  if (!m.compute_rounding_draw) throw std::invalid_argument(m.name + " takes no rounding draws");
+  write_rounded(m, m.compute_rounding_draw(decode_all(inputs), form, kReferenceChunk, draw), outputs);
+}
+
 void run_reference_io(const Mechanism& m, ref::OperandFormat operands, std::int64_t chunk, const TensorMap& inputs,
                       TensorMap& outputs) {
   if (!m.compute_io) throw std::invalid_argument(m.name + " has no io form (no chunked form)");
@@ -28,21 +35,33 @@ void run_reference_io(const Mechanism& m, ref::OperandFormat operands, std::int6
 }
 
 void register_reference_subjects(std::vector<Subject>& out) {
-  for (const Mechanism& m : mechanisms()) {
-    for (ref::Form form : m.forms) {
-      if (form == ref::Form::materialized) continue;  // O(T²): a definition, not a kernel
-      Subject s;
-      s.name = "ref-" + std::string(ref::form_name(form)) + "-f32";
-      s.mechanism = m.name;
-      s.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
-      s.limits.value_head_groups = true;
-      s.limits.ragged = true;
-      if (form == ref::Form::chunked) s.limits.chunk = kReferenceChunk;
-      s.description = "reference " + std::string(ref::form_name(form)) + " form in float (CPU)";
-      s.launch = [&m, form](const TensorMap& in, TensorMap& o) { run_reference_in_float(m, form, in, o); };
-      out.push_back(std::move(s));
-    }
-  }
+  for (const Mechanism& m : mechanisms())
+    for (ref::Form form : m.forms)
+      if (form != ref::Form::materialized) out.push_back(reference_float_subject(m, form));  // O(T²): a definition
 }
 
 }  // namespace larc::harness::detail
+
+namespace larc::harness {
+
+Subject reference_float_subject(const Mechanism& m, ref::Form form, std::uint64_t draw) {
+  if (draw > 0 && !m.compute_rounding_draw) throw std::invalid_argument(m.name + " takes no rounding draws");
+  Subject s;
+  s.name = "ref-" + std::string(ref::form_name(form)) + "-f32" + (draw > 0 ? "-draw" + std::to_string(draw) : "");
+  s.mechanism = m.name;
+  s.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
+  s.limits.value_head_groups = true;
+  s.limits.ragged = true;
+  if (form == ref::Form::chunked) s.limits.chunk = detail::kReferenceChunk;
+  s.description = "reference " + std::string(ref::form_name(form)) + " form in float (CPU)" +
+                  (draw > 0 ? ", derived gates under rounding draw " + std::to_string(draw) : "");
+  s.launch = [&m, form, draw](const TensorMap& in, TensorMap& o) {
+    if (draw == 0)
+      detail::run_reference_in_float(m, form, in, o);
+    else
+      detail::run_reference_in_float_draw(m, form, draw, in, o);
+  };
+  return s;
+}
+
+}  // namespace larc::harness

@@ -68,6 +68,13 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
     baselines.push_back(baseline_values(m, p, [&](TensorMap& out) { detail::run_reference_in_float(m, form, p.inputs, out); }));
     baseline_forms.push_back(ref::form_name(form));
   }
+  if (m.compute_rounding_draw)
+    for (std::uint64_t draw = 1; draw <= cfg.rounding_draws; ++draw)
+      for (ref::Form form : m.forms)
+        if (form != ref::Form::materialized)
+          baselines.push_back(baseline_values(m, p, [&](TensorMap& out) {
+            detail::run_reference_in_float_draw(m, form, draw, p.inputs, out);
+          }));
   std::vector<std::pair<Grade, ValueMap>> io_baselines;  // one per relaxed grade of the dtype
   if (m.compute_io)
     for (Grade g : relaxed_grades_for(p.spec.dtype))
@@ -109,8 +116,8 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
       judged.push_back(std::move(out));
       specs.push_back(&spec);
       tasks.emplace_back(index, -1, Grade::fp32);
-      if (baselines.size() > 1)
-        for (std::size_t i = 0; i < baselines.size(); ++i) tasks.emplace_back(index, static_cast<int>(i), std::nullopt);
+      if (baselines.size() > 1)  // each form's own error (the draws' are the same forms')
+        for (std::size_t i = 0; i < baseline_forms.size(); ++i) tasks.emplace_back(index, static_cast<int>(i), std::nullopt);
       for (const auto& [g, io] : io_baselines) tasks.emplace_back(index, -1, g);
     }
     const detail::CoreClaim helpers(static_cast<unsigned>(std::min<std::size_t>(tasks.empty() ? 0 : tasks.size() - 1, core_budget())));

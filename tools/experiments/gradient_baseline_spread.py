@@ -17,10 +17,14 @@ larger baseline error per timestep, plus the floor).
               window of --output (dbeta, deta or, for GDN, dk) against the rebuilt tolerance, trial 0 and median;
   --recheck:  every GDN or KLA fp32 dht-only case of a recheck JSON (reports/emulation) that fails dβ (dη) on
               windows alone, its failing window against the rebuilt tolerance per trial.
+  --honest-subjects: each trial's float chunked form judged as a subject would be, against the fixture's oracle
+              and trial 0's tolerance (one rounding's, as the gate's baselines were) over every full window of
+              --output: does a tolerance of one rounding pass the algorithm itself under another?
 
   tools/experiments/gradient_baseline_spread.py --fixture F --sequence 1 --head 2 --tokens 222 225
   tools/experiments/gradient_baseline_spread.py --fixture F --profile P --output dk
   tools/experiments/gradient_baseline_spread.py --recheck reports/emulation/fuzz_recheck_backward_chunked.json
+  tools/experiments/gradient_baseline_spread.py --fixture F --honest-subjects --output dbeta
 
 Needs numpy, g++, a build of larc (build/tools/larc/larc, build/reference/liblarc_reference.a), Eigen and MPFR."""
 import argparse
@@ -224,6 +228,26 @@ def profile_mode(a, driver):
             print(f"| {w0}..{w1} | {kr:.3g} | {t0:.3g} | {med:.3g} | {ratio:.2f} | {passes} of {a.trials} |")
 
 
+def honest_subjects_mode(a, driver):
+    """Every trial t ≥ 1's chunked form as a subject: its slice errors against the fixture's oracle (as the gate
+    measures a kernel), every full window against trial 0's tolerance."""
+    d = Draws(a.fixture, driver, a.trials, a.seed)
+    forms, oracle = d.output(a.output)
+    axes = tuple(i for i in range(oracle.ndim) if i != 2)
+    T = oracle.shape[2]
+    windows = [(w0, w0 + WINDOW - 1) for w0 in range(0, max(1, T - WINDOW + 1))]
+    tol0 = np.array([d.window_tolerance(a.output, 0, w0, w1) for w0, w1 in windows])
+    worst = []
+    for trial in range(1, a.trials + 1):
+        e = np.sqrt(((round_to(forms["chunked"][trial], d.dtype) - oracle) ** 2).sum(axis=axes))
+        worst.append(max(np.sqrt(np.mean(e[w0:w1 + 1] ** 2)) / t for (w0, w1), t in zip(windows, tol0)))
+    worst = np.array(worst)
+    print(f"{a.fixture}, {a.output}: the float chunked form under {a.trials} honest roundings of its decays, judged "
+          f"against trial 0's window tolerance over {len(windows)} full windows")
+    print(f"fails: {int((worst > 1).sum())} of {a.trials}; worst window ratio: min {worst.min():.3g}, median "
+          f"{np.median(worst):.3g}, 90th percentile {np.quantile(worst, .9):.3g}, max {worst.max():.3g}")
+
+
 def recheck_mode(a, driver, tmp):
     results = json.load(open(a.recheck))["results"]
     window = re.compile(r"^d(?:beta|eta): window of timesteps (\d+)\.\.(\d+): RMS error ([0-9.e+-]+) > tolerance ([0-9.e+-]+)")
@@ -260,19 +284,23 @@ def main():
     ap.add_argument("--profile", help="the kernel's `larc gate --record-profile` JSON on the fixture's case")
     ap.add_argument("--output", default="dbeta", choices=["dbeta", "deta", "dk"])
     ap.add_argument("--recheck", help="a recheck JSON whose failing GDN/KLA dβ (dη) window cases to rebuild")
+    ap.add_argument("--honest-subjects", action="store_true", help="with --fixture: the algorithm's draws as subjects")
     ap.add_argument("--trials", type=int, default=39)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     a = ap.parse_args()
-    modes = [bool(a.recheck), bool(a.fixture and a.tokens), bool(a.fixture and a.profile)]
+    modes = [bool(a.recheck), bool(a.fixture and a.tokens), bool(a.fixture and a.profile),
+             bool(a.fixture and a.honest_subjects)]
     if sum(modes) != 1:
-        ap.error("give --recheck, or --fixture with --tokens (and --sequence, --head), or --fixture with --profile")
+        ap.error("give --recheck, or --fixture with one of --tokens (and --sequence, --head), --profile, --honest-subjects")
     with tempfile.TemporaryDirectory() as tmp:
         driver = build_driver(tmp, a.build)
         if a.recheck:
             recheck_mode(a, driver, tmp)
         elif a.tokens:
             tokens_mode(a, driver)
+        elif a.honest_subjects:
+            honest_subjects_mode(a, driver)
         else:
             profile_mode(a, driver)
 

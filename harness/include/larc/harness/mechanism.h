@@ -124,6 +124,11 @@ struct Mechanism {
   // rounded to `operands`, outputs in float64. Empty for mechanisms without a chunked form, which can
   // only be judged at fp32.
   std::function<ValueMap(const ValueMap& inputs, ref::OperandFormat operands, std::int64_t chunk)> compute_io;
+  // The float forms of `compute` with the gates the mechanism derives from its inputs (α = e^g, KLA's β)
+  // under rounding draw `draw` ≥ 1 (reference/rounding_draw.h): more float baselines, one per draw and form,
+  // where one run's error is one sample of a wide spread (docs/gate.md "Gradient baselines over honest
+  // roundings"). Empty for mechanisms that derive none or whose baselines take no draws.
+  std::function<ValueMap(const ValueMap& inputs, ref::Form, std::int64_t chunk, std::uint64_t draw)> compute_rounding_draw;
 
   const TensorSpec& output(std::string_view name) const;  // throws std::invalid_argument
   // A gradient twin's (its outputs are gradients, docs/gate.md "Gradient cases").

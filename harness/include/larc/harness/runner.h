@@ -3,7 +3,8 @@
 // computed from those rounded inputs at dd (≈106 bits) and certifies itself with an error estimate
 // (|dd − double|, escalated to |dd − float128| where that is not 1000× below the tolerance); the
 // same-precision baselines are the reference's forms (serial, chunked, streamed; not the O(T²)
-// materialised one) in float on the same inputs, outputs rounded to their dtype. The subject
+// materialised one) in float on the same inputs, outputs rounded to their dtype (for the gradient twins
+// that derive gates from their inputs, also under rounding draws of those gates: tolerance.h). The subject
 // runs twice on outputs poisoned with NaN; the two runs must agree bit for bit, and the outputs are
 // judged by the tolerance policy (tolerance.h).
 #pragma once

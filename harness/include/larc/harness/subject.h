@@ -67,6 +67,10 @@ void register_subject(Subject s);
 const std::vector<Subject>& subjects();
 // Throws std::invalid_argument listing the known subjects when (name, mechanism) is not registered.
 const Subject& find_subject(std::string_view name, std::string_view mechanism);
+// The reference's form `form` of mechanism `m` in float as a subject (what ref-<form>-f32 runs), with the
+// gates `m` derives from its inputs under rounding draw `draw` ≥ 1 (Mechanism::compute_rounding_draw, which
+// `m` must then have; named ref-<form>-f32-draw<draw>): the algorithm itself under another honest rounding.
+Subject reference_float_subject(const Mechanism& m, ref::Form form, std::uint64_t draw = 0);
 
 // On a machine with several GPUs, shard i of a gate or fuzz campaign runs its GPU subjects on device
 // i mod (device count), so n shards started with the usual shard environment use n GPUs without a

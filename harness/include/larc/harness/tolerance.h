@@ -42,6 +42,9 @@ struct ToleranceConfig {
   double k_gradient = 3.0;  // k of gradient outputs (FlashAttention's gradient factor; docs/gate.md "Gradient policy")
   std::int64_t window = 64;
   double oracle_margin = 1000.0;
+  // The rounding draws of a mechanism's derived gates its float baselines also run under, where it has
+  // them (Mechanism::compute_rounding_draw): per slice the largest error over forms and draws counts.
+  std::uint64_t rounding_draws = 4;
 };
 
 // One output of one case as the policy sees it; the pointers must outlive judge().
@@ -59,7 +62,8 @@ struct OutputUnderTest {
   const ref::Tensor<double>* subject = nullptr;
   const std::vector<bool>* unwritten = nullptr;  // elements still holding the poison (null: all written)
   const ref::Tensor<double>* oracle = nullptr;
-  // The same-precision baselines (the reference's float forms); per slice the largest error counts.
+  // The same-precision baselines (the reference's float forms, and where the mechanism derives gates from
+  // its inputs the same forms under rounding draws of them); per slice the largest error counts.
   std::vector<const ref::Tensor<double>*> baselines;
   std::vector<double> oracle_error;      // per slice: ‖oracle error estimate‖₂ (required: empty fails)
 };

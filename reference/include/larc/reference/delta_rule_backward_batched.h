@@ -7,6 +7,7 @@
 
 #include "larc/reference/delta_rule_backward.h"
 #include "larc/reference/delta_rule_chunked_backward.h"
+#include "larc/reference/rounding_draw.h"
 
 namespace larc::ref::delta_rule {
 
@@ -21,12 +22,14 @@ struct BatchedGradients {
 
 // How a head's gradients are formed: the adjoint of serial (checkpointed every `checkpoint` tokens,
 // dg = α ⊙ dα), or, given `chunk`, chunked_backward at that chunk size with `ops` (dg in the chunk-local
-// identity form).
+// identity form); with the gates the mechanism derives from its inputs (α = e^g, KLA's β) under
+// `rounding_draw` (rounding_draw.h; 0: as computed).
 template <class S>
 struct BackwardForm {
   Eigen::Index checkpoint = 64;
   std::optional<Eigen::Index> chunk;
   MatmulOperands<S> ops;
+  std::uint64_t rounding_draw = 0;
 };
 
 // One head's gradients in `form`, with dg (α ⊙ dα after the serial adjoint).
@@ -39,6 +42,11 @@ ChunkedGradients<S> gradients_in_form(const Problem<S>& p, const Cotangents<S>& 
 }
 
 namespace detail {
+
+// The rounding-draw stream of derived gate `which` (0: α, 1: β) of (sequence b, head h) among H heads.
+inline std::uint64_t derived_gate_stream(std::int64_t b, std::int64_t h, std::int64_t H, std::uint64_t which) {
+  return static_cast<std::uint64_t>(b * H + h) * 2 + which;
+}
 
 // Runs gradients_in_form per (sequence, head); finish(b, h, problem, gradients, out) writes the gate gradients
 // of the mechanism's parameterisation (and may correct dk, as KLA's β does).
@@ -77,7 +85,11 @@ BatchedGradients<S> gdn_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
   require_shape(beta, "beta", gate_shape_of(q));
   return detail::run_backward_batched(
       q, k, v, scale, initial_state, cot, form,
-      [&](std::int64_t b, std::int64_t h) { return gdn_head_gates(g, beta, b, h); },
+      [&](std::int64_t b, std::int64_t h) {
+        HeadGates<S> gates = gdn_head_gates(g, beta, b, h);
+        gates.alpha = in_rounding_draw(std::move(gates.alpha), form.rounding_draw, detail::derived_gate_stream(b, h, q.dim(2), 0));
+        return gates;
+      },
       [](std::int64_t b, std::int64_t h, const Problem<S>&, ChunkedGradients<S>& head, BatchedGradients<S>& out) {
         set_head_gate(out.dg, b, h, head.dg);
         set_head_gate(out.dbeta, b, h, head.grads.dbeta);
@@ -114,7 +126,10 @@ BatchedGradients<S> kla_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
   return detail::run_backward_batched(
       q, k, v, scale, initial_state, cot, form,
       [&](std::int64_t b, std::int64_t h) {
-        return HeadGates<S>{decays_from_log(head_gate(g, b, h)), kla_beta(head_rows(k, b, h), head_gate(eta, b, h), eps)};
+        const std::uint64_t draw = form.rounding_draw;
+        return HeadGates<S>{in_rounding_draw(decays_from_log(head_gate(g, b, h)), draw, detail::derived_gate_stream(b, h, q.dim(2), 0)),
+                            in_rounding_draw(kla_beta(head_rows(k, b, h), head_gate(eta, b, h), eps), draw,
+                                             detail::derived_gate_stream(b, h, q.dim(2), 1))};
       },
       [&](std::int64_t b, std::int64_t h, const Problem<S>& p, ChunkedGradients<S>& head, BatchedGradients<S>& out) {
         set_head_gate(out.dg, b, h, head.dg);

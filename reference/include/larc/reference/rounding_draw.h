@@ -1,0 +1,47 @@
+// Honest roundings of a quantity a float algorithm derives from its inputs before its recurrence (the
+// decays α = e^g, KLA's β = η / (‖k‖² + ε)): as honest as an exp or a division with one ulp of error.
+// Draw 0 leaves the values as computed. Draw r ≥ 1 moves about half of the entries one ulp up or down,
+// each entry's choice a fixed function of (r, stream, index), so a draw is reproducible everywhere. The
+// values 0 and 1 stay (exp is exact at −∞ and 0; a zero step is exact), as does anything non-finite.
+// The gate's gradient baselines run under several draws where one run's error at a cancelling slice is
+// one sample of a wide spread (docs/gate.md "Gradient baselines over honest roundings").
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+
+#include "larc/reference/types.h"
+
+namespace larc::ref {
+
+namespace detail {
+inline std::uint64_t mix64(std::uint64_t z) {  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+}  // namespace detail
+
+// x under rounding draw `draw` of stream `stream` (e.g. one per sequence, head and quantity). Binary
+// floating-point S alone: the oracle's exact and multi-word scalars never take a draw.
+template <class S>
+Vec<S> in_rounding_draw(Vec<S> x, std::uint64_t draw, std::uint64_t stream) {
+  if (draw == 0) return x;
+  if constexpr (std::is_floating_point_v<S>) {
+    const std::uint64_t base = detail::mix64(detail::mix64(draw) ^ (stream * 0x9e3779b97f4a7c15ull));
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+      const S v = x(i);
+      if (!std::isfinite(v) || v == S(0) || v == S(1)) continue;
+      const std::uint64_t bits = detail::mix64(base + static_cast<std::uint64_t>(i));
+      if (bits & 1) x(i) = std::nextafter(v, bits & 2 ? std::numeric_limits<S>::infinity() : -std::numeric_limits<S>::infinity());
+    }
+    return x;
+  } else {
+    throw std::invalid_argument("a rounding draw applies to binary floating-point scalars only");
+  }
+}
+
+}  // namespace larc::ref
