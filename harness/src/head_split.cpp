@@ -205,6 +205,11 @@ void split_compute_over_heads(Mechanism& m) {
     m.compute_io = [m = specs, whole = m.compute_io](const ValueMap& in, ref::OperandFormat operands, std::int64_t chunk) {
       return over_pairs(m, in, [&](const ValueMap& x) { return whole(x, operands, chunk); });
     };
+  if (m.compute_rounding_draw)
+    m.compute_rounding_draw = [m = specs, whole = m.compute_rounding_draw](const ValueMap& in, ref::Form form,
+                                                                          std::int64_t chunk, std::uint64_t draw) {
+      return over_pairs(m, in, [&](const ValueMap& x) { return whole(x, form, chunk, draw); });
+    };
 }
 
 }  // namespace larc::harness::detail

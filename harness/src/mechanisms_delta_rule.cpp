@@ -102,7 +102,8 @@ ref::Tensor<S> read_qk(const ValueMap& in, const char* name, QkFrontEnd front_en
   ref::Tensor<S> x = cast_tensor<S>(in.at(name));
   if (front_end == QkFrontEnd::given) return x;
   x = l2_normalized_heads(x);
-  if (operands == ref::OperandFormat::bf16 || operands == ref::OperandFormat::fp16) {
+  if (operands == ref::OperandFormat::bf16 || operands == ref::OperandFormat::fp16 ||
+      operands == ref::OperandFormat::fp16_ieee) {
     const ref::MatmulOperands<S> stored(operands);
     x = per_head_rows(x, [&stored](const ref::Mat<S>& rows, std::int64_t, std::int64_t) { return stored.operand(rows); });
   }

@@ -66,6 +66,10 @@ float truncate_to_tf32(float x) {
   return x;
 }
 
+double round_to_fp16_without_overflow(double x) {
+  return round_to_format(x, 11, -13, std::numeric_limits<double>::max());
+}
+
 double round_to(Dtype d, double x) {
   switch (d) {
     case Dtype::bf16: return round_bf16(x);

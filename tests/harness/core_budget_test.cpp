@@ -62,6 +62,9 @@ void expect_split_is_exact(const h::Mechanism& m, const h::Shape& s) {
   for (larc::ref::Form form : m.forms)
     both("float form " + std::to_string(static_cast<int>(form)), [&] { return m.compute(in, h::Precision::f32, form, 4); });
   if (m.compute_io) both("io", [&] { return m.compute_io(in, larc::ref::OperandFormat::bf16, 4); });
+  if (m.compute_rounding_draw)
+    for (larc::ref::Form form : m.forms)
+      both("rounding draw 3, form " + std::to_string(static_cast<int>(form)), [&] { return m.compute_rounding_draw(in, form, 4, 3); });
 }
 
 TEST(CoreBudget, SplittingOverSequencesAndHeadsIsBitwiseTheWholeCall) {

@@ -19,6 +19,7 @@ using larc::ref::Dtype;
 using larc::ref::round_to;
 using larc::ref::round_to_bf16;
 using larc::ref::round_to_fp16;
+using larc::ref::round_to_fp16_without_overflow;
 
 constexpr float inf = std::numeric_limits<float>::infinity();
 
@@ -120,6 +121,18 @@ TEST(RoundToFp16, OverflowInfinityAndNaN) {
   EXPECT_TRUE(same_float(round_to_fp16(-inf), -inf));
   EXPECT_TRUE(std::isnan(round_to_fp16(std::numeric_limits<float>::quiet_NaN())));
   EXPECT_TRUE(std::isnan(round_to_fp16(from_bits(0x7f800001u))));
+}
+
+// The io grade's fp16 operands (matmul_operands.h): half's rounding below 65504, its subnormal quantum
+// included; above, 11 significant bits with double's range instead of inf.
+TEST(RoundToFp16WithoutOverflow, IsHalfBelowItsLargestAndKeepsElevenBitsAbove) {
+  for (double x : {1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40), 65504.0, 65519.0, -3.0e-6, 0x1p-25, 0x1.8p-24, 1e-9})
+    EXPECT_EQ(round_to_fp16_without_overflow(x), round_to(Dtype::fp16, x)) << x;
+  EXPECT_EQ(round_to_fp16_without_overflow(65520.0), 65536.0);  // the tie goes to the even 2^16, not to inf
+  EXPECT_EQ(round_to_fp16_without_overflow(-1e5), -100000.0 + 32.0);  // 2^16..2^17: spacing 64; 1e5 = 1562.5·64
+  EXPECT_EQ(round_to_fp16_without_overflow(3.0e38), std::ldexp(std::nearbyint(std::ldexp(3.0e38, -117)), 117));
+  EXPECT_TRUE(std::isinf(round_to_fp16_without_overflow(std::numeric_limits<double>::infinity())));
+  EXPECT_TRUE(std::isnan(round_to_fp16_without_overflow(std::numeric_limits<double>::quiet_NaN())));
 }
 
 // Random floats: half of them random bit patterns (every exponent, subnormals, NaNs, infinities), half

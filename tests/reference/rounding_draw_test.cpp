@@ -1,6 +1,7 @@
 // Honest rounding draws of derived gates (reference/rounding_draw.h): draw 0 is the identity; a draw moves
 // entries by one ulp or not at all, about half of the inexact ones, never 0, 1 or a non-finite value; a
-// draw is a function of (draw, stream) alone; other draws and streams move other entries.
+// draw is a function of (draw, stream) alone; other draws and streams move other entries; a stream named by
+// values changes with any of them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,6 +56,15 @@ TEST(RoundingDraw, IsAFunctionOfTheDrawAndTheStream) {
   EXPECT_EQ(in_rounding_draw(x, 5, 2), in_rounding_draw(x, 5, 2));
   EXPECT_NE(in_rounding_draw(x, 5, 2), in_rounding_draw(x, 6, 2));
   EXPECT_NE(in_rounding_draw(x, 5, 2), in_rounding_draw(x, 5, 3));
+}
+
+TEST(RoundingDraw, AStreamOfValuesIsNamedByTheValuesAlone) {
+  const Vec<float> x = decays(64);
+  Vec<float> y = x;
+  EXPECT_EQ(larc::ref::stream_of_values(x, 1), larc::ref::stream_of_values(y, 1));
+  EXPECT_NE(larc::ref::stream_of_values(x, 1), larc::ref::stream_of_values(x, 2));
+  y(63) = std::nextafter(y(63), 0.0f);
+  EXPECT_NE(larc::ref::stream_of_values(x, 1), larc::ref::stream_of_values(y, 1));
 }
 
 }  // namespace

@@ -480,7 +480,7 @@ backward)
   GATE_KNOBS="--knob initial_state=2" gate_group h0-T1000 120 $(grid 1000)
   gva=$(for T in 1 65 1000; do for D in 64 128; do echo "1,$T,2,$D,$D,8"; done; done)
   GATE_KNOBS="--knob initial_state=2 --knob scale_factor=2 --mechanism gdn-backward --mechanism deltanet-backward --mechanism kla-backward" \
-    gate_group gva-h0 60 $gva
+    gate_group gva-h0 150 $gva
   timeout 90 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 100 --seed 22 \
     --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
   echo "gate random: exit $?"; tail -3 "$out/gate_random.txt"

@@ -44,7 +44,7 @@ struct ToleranceConfig {
   double oracle_margin = 1000.0;
   // The rounding draws of a mechanism's derived gates its float baselines also run under, where it has
   // them (Mechanism::compute_rounding_draw): per slice the largest error over forms and draws counts.
-  std::uint64_t rounding_draws = 4;
+  std::uint64_t rounding_draws = 8;
 };
 
 // One output of one case as the policy sees it; the pointers must outlive judge().

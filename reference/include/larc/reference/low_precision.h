@@ -28,6 +28,9 @@ float truncate_to_tf32(float x);
 // Rounds a double to dtype D in one step (not through float) and returns it widened back to double;
 // throws std::invalid_argument for an integer dtype.
 double round_to(Dtype d, double x);
+// Rounds a double to IEEE half's significand and subnormal quantum, ties to even, but without its overflow:
+// above 65504 the 11 significant bits continue with double's exponent range.
+double round_to_fp16_without_overflow(double x);
 
 template <class S>
 Mat<S> round_matrix_to(Dtype d, const Mat<S>& m) {

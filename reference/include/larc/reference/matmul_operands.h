@@ -14,14 +14,18 @@ namespace larc::ref {
 
 // The format of a product's operands: none (S itself), bf16, fp16, or TF32 (fp32 inputs on TF32
 // tensor cores), rounded to nearest, ties to even (low_precision.h), or truncated (tf32_truncated:
-// the low 13 bits dropped, as when fp32 registers reach the tensor core unconverted).
-enum class OperandFormat { none, bf16, fp16, tf32, tf32_truncated };
+// the low 13 bits dropped, as when fp32 registers reach the tensor core unconverted). fp16 is the io
+// grade's: half's precision without its overflow, since an operand past 65504 is a range failure that the
+// judged output shows by itself (an overflowing kernel returns inf or NaN), not the precision the grade
+// models; fp16_ieee keeps the overflow, as a kernel's IEEE half operands do.
+enum class OperandFormat { none, bf16, fp16, fp16_ieee, tf32, tf32_truncated };
 
 inline std::string_view operand_format_name(OperandFormat f) {
   switch (f) {
     case OperandFormat::none: return "none";
     case OperandFormat::bf16: return "bf16";
     case OperandFormat::fp16: return "fp16";
+    case OperandFormat::fp16_ieee: return "fp16_ieee";
     case OperandFormat::tf32: return "tf32";
     case OperandFormat::tf32_truncated: return "tf32_truncated";
   }
@@ -54,7 +58,8 @@ class MatmulOperands {
     switch (format_) {
       case OperandFormat::none: return x;
       case OperandFormat::bf16: return from_double<S>(round_to(Dtype::bf16, d));
-      case OperandFormat::fp16: return from_double<S>(round_to(Dtype::fp16, d));
+      case OperandFormat::fp16: return from_double<S>(round_to_fp16_without_overflow(d));
+      case OperandFormat::fp16_ieee: return from_double<S>(round_to(Dtype::fp16, d));
       case OperandFormat::tf32: return from_double<S>(round_to_tf32(static_cast<float>(d)));
       case OperandFormat::tf32_truncated: return from_double<S>(truncate_to_tf32(static_cast<float>(d)));
     }

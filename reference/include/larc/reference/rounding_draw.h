@@ -1,7 +1,8 @@
 // Honest roundings of a quantity a float algorithm derives from its inputs before its recurrence (the
 // decays α = e^g, KLA's β = η / (‖k‖² + ε)): as honest as an exp or a division with one ulp of error.
 // Draw 0 leaves the values as computed. Draw r ≥ 1 moves about half of the entries one ulp up or down,
-// each entry's choice a fixed function of (r, stream, index), so a draw is reproducible everywhere. The
+// each entry's choice a fixed function of (r, stream, index), so a draw is reproducible everywhere and,
+// with a stream named by the head's own inputs, does not depend on how the heads are batched. The
 // values 0 and 1 stay (exp is exact at −∞ and 0; a zero step is exact), as does anything non-finite.
 // The gate's gradient baselines run under several draws where one run's error at a cancelling slice is
 // one sample of a wide spread (docs/gate.md "Gradient baselines over honest roundings").
@@ -9,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
@@ -25,8 +27,23 @@ inline std::uint64_t mix64(std::uint64_t z) {  // splitmix64's finaliser
 }
 }  // namespace detail
 
-// x under rounding draw `draw` of stream `stream` (e.g. one per sequence, head and quantity). Binary
-// floating-point S alone: the oracle's exact and multi-word scalars never take a draw.
+// A stream named by `values` themselves (their bits, with `salt`): the same wherever the same values are
+// computed, whole or split over heads, and another for another head's values.
+template <class S>
+std::uint64_t stream_of_values(const Vec<S>& values, std::uint64_t salt) {
+  std::uint64_t h = detail::mix64(salt + 0x9e3779b97f4a7c15ull);
+  if constexpr (std::is_floating_point_v<S>) {
+    for (Eigen::Index i = 0; i < values.size(); ++i) {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &values(i), sizeof(S));
+      h = detail::mix64(h ^ bits);
+    }
+  }
+  return h;
+}
+
+// x under rounding draw `draw` of stream `stream` (e.g. stream_of_values of the head's inputs): entry i's
+// move is a function of (draw, stream, i). Binary floating-point S alone: the oracle's exact and multi-word scalars never take a draw.
 template <class S>
 Vec<S> in_rounding_draw(Vec<S> x, std::uint64_t draw, std::uint64_t stream) {
   if (draw == 0) return x;
