@@ -255,8 +255,8 @@ std::vector<TensorSpec> delta_rule_gradients(bool decay, const std::string& step
 }
 
 // How a baseline's gradients are formed (dr::BackwardForm), its derived gates under rounding draw `draw`
-// (0: as computed): the serial adjoint, checkpointed every
-// kBackwardCheckpoint tokens (the oracle and the serial baseline); for a chunk size, the chunked (UT/WY)
+// (0: as computed): the serial adjoint, checkpointed every kBackwardCheckpoint tokens (the oracle and the
+// serial baseline); for a chunk size, the chunked (UT/WY)
 // backward — in S for the chunked form's fp32 baseline (dβ and dg as chunk kernels form them, and the
 // UT/WY form's own rounding on dh0), with every matrix-product operand rounded to an operand format for
 // the io grade's baseline.
