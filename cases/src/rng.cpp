@@ -5,12 +5,7 @@
 
 namespace larc::cases {
 
-std::uint64_t Rng::bits() {
-  std::uint64_t z = (state_ += kIncrement);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+std::uint64_t Rng::bits() { return splitmix::next(state_); }
 
 double Rng::uniform() { return static_cast<double>(bits() >> 11) * 0x1.0p-53; }
 

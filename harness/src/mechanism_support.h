@@ -254,11 +254,13 @@ Mechanism gradient_twin_with_io_form(const Mechanism& forward, std::vector<Tenso
   return m;
 }
 
-// `m` (a gradient twin with an io form) with float baselines under rounding draws of the gates it derives
-// (Mechanism::compute_rounding_draw): gradients_at(in, chunk, operands, draw) is gradient_twin_with_io_form's
-// gradients_at with those gates under `draw`.
+// gradient_twin_with_io_form whose float baselines also run under rounding draws of the gates the mechanism
+// derives from its inputs (Mechanism::compute_rounding_draw): gradients_at(in, chunk, operands, draw), with
+// draw 0 the gradients of gradient_twin_with_io_form.
 template <class GradientsAt>
-Mechanism with_rounding_draws(Mechanism m, GradientsAt gradients_at) {
+Mechanism gradient_twin_with_rounding_draws(const Mechanism& forward, std::vector<TensorSpec> gradients,
+                                            GradientsAt gradients_at) {
+  Mechanism m = gradient_twin_with_io_form(forward, std::move(gradients), gradients_at);
   m.compute_rounding_draw = [gradients_at](const ValueMap& in, ref::Form form, std::int64_t chunk, std::uint64_t draw) {
     return form == ref::Form::chunked
                ? gradients_at.template operator()<float>(in, std::optional(chunk), ref::OperandFormat::none, draw)

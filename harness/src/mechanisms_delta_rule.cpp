@@ -322,9 +322,8 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
   out.push_back(kla_m);
   // The gradient twins (docs/gate.md "Gradient cases"), through the reference's backward verb.
   // GDN's and KLA's baselines also under rounding draws of their derived gates (α; KLA's β); DeltaNet derives none.
-  out.push_back(with_rounding_draws(
-      gradient_twin_with_io_form(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients(QkFrontEnd::given)),
-      gdn_gradients(QkFrontEnd::given)));
+  out.push_back(
+      gradient_twin_with_rounding_draws(gdn_m, delta_rule_gradients(true, "beta"), gdn_gradients(QkFrontEnd::given)));
   out.push_back(gradient_twin_with_io_form(deltanet_m, delta_rule_gradients(false, "beta"),
                                                 deltanet_gradients(QkFrontEnd::given)));
   // KLA's gradients in scalar S, the chunked form's as for GDN.
@@ -338,16 +337,14 @@ void register_delta_rule_mechanisms(std::vector<Mechanism>& out) {
                                                        backward_form<S>(chunk, operands, draw)),
                            "eta", in, QkFrontEnd::given);
   };
-  out.push_back(with_rounding_draws(gradient_twin_with_io_form(kla_m, delta_rule_gradients(true, "eta"), kla_gradients),
-                                    kla_gradients));
+  out.push_back(gradient_twin_with_rounding_draws(kla_m, delta_rule_gradients(true, "eta"), kla_gradients));
   // FLA's use_qk_l2norm_in_kernel=True: GDN and DeltaNet on raw q and k, and their twins (dq, dk of the
   // raw inputs through the normalisation's chain rule).
   const Mechanism gdn_l2 = gdn(QkFrontEnd::l2norm_in_kernel), deltanet_l2 = deltanet(QkFrontEnd::l2norm_in_kernel);
   out.push_back(gdn_l2);
   out.push_back(deltanet_l2);
-  out.push_back(with_rounding_draws(gradient_twin_with_io_form(gdn_l2, delta_rule_gradients(true, "beta"),
-                                                                gdn_gradients(QkFrontEnd::l2norm_in_kernel)),
-                                     gdn_gradients(QkFrontEnd::l2norm_in_kernel)));
+  out.push_back(gradient_twin_with_rounding_draws(gdn_l2, delta_rule_gradients(true, "beta"),
+                                                  gdn_gradients(QkFrontEnd::l2norm_in_kernel)));
   out.push_back(gradient_twin_with_io_form(deltanet_l2, delta_rule_gradients(false, "beta"),
                                                 deltanet_gradients(QkFrontEnd::l2norm_in_kernel)));
 }

@@ -18,12 +18,9 @@ void write_rounded(const Mechanism& m, const ValueMap& values, TensorMap& output
 }
 }  // namespace
 
-void run_reference_in_float(const Mechanism& m, ref::Form form, const TensorMap& inputs, TensorMap& outputs) {
-  write_rounded(m, m.compute(decode_all(inputs), Precision::f32, form, kReferenceChunk), outputs);
-}
-
-void run_reference_in_float_draw(const Mechanism& m, ref::Form form, std::uint64_t draw, const TensorMap& inputs,
-                                 TensorMap& outputs) {
+void run_reference_in_float(const Mechanism& m, ref::Form form, const TensorMap& inputs, TensorMap& outputs,
+                            std::uint64_t draw) {
+  if (draw == 0) return write_rounded(m, m.compute(decode_all(inputs), Precision::f32, form, kReferenceChunk), outputs);
   if (!m.compute_rounding_draw) throw std::invalid_argument(m.name + " takes no rounding draws");
   write_rounded(m, m.compute_rounding_draw(decode_all(inputs), form, kReferenceChunk, draw), outputs);
 }
@@ -55,12 +52,7 @@ Subject reference_float_subject(const Mechanism& m, ref::Form form, std::uint64_
   if (form == ref::Form::chunked) s.limits.chunk = detail::kReferenceChunk;
   s.description = "reference " + std::string(ref::form_name(form)) + " form in float (CPU)" +
                   (draw > 0 ? ", derived gates under rounding draw " + std::to_string(draw) : "");
-  s.launch = [&m, form, draw](const TensorMap& in, TensorMap& o) {
-    if (draw == 0)
-      detail::run_reference_in_float(m, form, in, o);
-    else
-      detail::run_reference_in_float_draw(m, form, draw, in, o);
-  };
+  s.launch = [&m, form, draw](const TensorMap& in, TensorMap& o) { detail::run_reference_in_float(m, form, in, o, draw); };
   return s;
 }
 

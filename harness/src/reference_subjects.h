@@ -16,11 +16,10 @@ void register_reference_subjects(std::vector<Subject>& out);
 
 // Runs `mechanism`'s reference in float in `form` on typed inputs and writes the outputs rounded to
 // their dtypes: the launcher of the reference subjects (and of the same-precision baseline).
-void run_reference_in_float(const Mechanism& mechanism, ref::Form form, const TensorMap& inputs, TensorMap& outputs);
-// The same with the gates the mechanism derives from its inputs under rounding draw `draw` ≥ 1
-// (Mechanism::compute_rounding_draw, which it must have).
-void run_reference_in_float_draw(const Mechanism& mechanism, ref::Form form, std::uint64_t draw, const TensorMap& inputs,
-                                 TensorMap& outputs);
+// With `draw` ≥ 1, the gates the mechanism derives from its inputs under that rounding draw
+// (Mechanism::compute_rounding_draw, which it must then have).
+void run_reference_in_float(const Mechanism& mechanism, ref::Form form, const TensorMap& inputs, TensorMap& outputs,
+                            std::uint64_t draw = 0);
 // The io grade's baseline (grade.h): the chunked form with matrix-product operands rounded to
 // `operands`, chunk size `chunk`, outputs rounded to their dtypes.
 void run_reference_io(const Mechanism& mechanism, ref::OperandFormat operands, std::int64_t chunk,

@@ -61,20 +61,18 @@ void judge_values(const PreparedCase& p, const ValueMap& values, const std::map<
                   const GradeDeclaration& grades, const ToleranceConfig& cfg, CaseResult& r) {
   const Mechanism& m = find_mechanism(p.spec.mechanism);
   grades.validate(m);
-  std::vector<ValueMap> baselines;  // the reference's float forms (tolerance.h: the baseline's level)
+  // The reference's float forms (tolerance.h: the baseline's level), then, where the mechanism derives gates
+  // from its inputs, the same forms under each rounding draw of them; the forms come first, named.
+  std::vector<ValueMap> baselines;
   std::vector<std::string_view> baseline_forms;
-  for (ref::Form form : m.forms) {
-    if (form == ref::Form::materialized && !(p.spec.shape.T <= m.materialized_baseline_max_T)) continue;
-    baselines.push_back(baseline_values(m, p, [&](TensorMap& out) { detail::run_reference_in_float(m, form, p.inputs, out); }));
-    baseline_forms.push_back(ref::form_name(form));
-  }
-  if (m.compute_rounding_draw)
-    for (std::uint64_t draw = 1; draw <= cfg.rounding_draws; ++draw)
-      for (ref::Form form : m.forms)
-        if (form != ref::Form::materialized)
-          baselines.push_back(baseline_values(m, p, [&](TensorMap& out) {
-            detail::run_reference_in_float_draw(m, form, draw, p.inputs, out);
-          }));
+  const std::uint64_t draws = m.compute_rounding_draw ? cfg.rounding_draws : 0;
+  for (std::uint64_t draw = 0; draw <= draws; ++draw)
+    for (ref::Form form : m.forms) {
+      if (form == ref::Form::materialized && (draw > 0 || !(p.spec.shape.T <= m.materialized_baseline_max_T))) continue;
+      baselines.push_back(
+          baseline_values(m, p, [&](TensorMap& out) { detail::run_reference_in_float(m, form, p.inputs, out, draw); }));
+      if (draw == 0) baseline_forms.push_back(ref::form_name(form));
+    }
   std::vector<std::pair<Grade, ValueMap>> io_baselines;  // one per relaxed grade of the dtype
   if (m.compute_io)
     for (Grade g : relaxed_grades_for(p.spec.dtype))

@@ -1,7 +1,7 @@
 // Honest rounding draws of derived gates (reference/rounding_draw.h): draw 0 is the identity; a draw moves
 // entries by one ulp or not at all, about half of the inexact ones, never 0, 1 or a non-finite value; a
-// draw is a function of (draw, stream) alone; other draws and streams move other entries; a stream named by
-// values changes with any of them.
+// draw is a function of (draw, the values naming its stream, salt) alone; other draws, names and salts move
+// other entries; a stream named by values changes with any of them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,12 +22,12 @@ Vec<float> decays(Eigen::Index n) {
 
 TEST(RoundingDraw, DrawZeroLeavesTheValues) {
   const Vec<float> x = decays(100);
-  EXPECT_EQ(in_rounding_draw(x, 0, 7), x);
+  EXPECT_EQ(in_rounding_draw(x, 0, x, 7), x);
 }
 
 TEST(RoundingDraw, MovesAboutHalfOfTheEntriesByOneUlpEach) {
   const Vec<float> x = decays(4000);
-  const Vec<float> y = in_rounding_draw(x, 3, 11);
+  const Vec<float> y = in_rounding_draw(x, 3, x, 11);
   int moved = 0, up = 0;
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     if (y(i) == x(i)) continue;
@@ -43,7 +43,7 @@ TEST(RoundingDraw, LeavesExactAndNonFiniteValues) {
   Vec<float> x(5);
   x << 0.0f, 1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 0.5f;
   for (std::uint64_t draw = 1; draw <= 64; ++draw) {
-    const Vec<float> y = in_rounding_draw(x, draw, 0);
+    const Vec<float> y = in_rounding_draw(x, draw, x, 0);
     EXPECT_EQ(y(0), 0.0f);
     EXPECT_EQ(y(1), 1.0f);
     EXPECT_EQ(y(2), std::numeric_limits<float>::infinity());
@@ -52,10 +52,11 @@ TEST(RoundingDraw, LeavesExactAndNonFiniteValues) {
 }
 
 TEST(RoundingDraw, IsAFunctionOfTheDrawAndTheStream) {
-  const Vec<double> x = decays(500).cast<double>();
-  EXPECT_EQ(in_rounding_draw(x, 5, 2), in_rounding_draw(x, 5, 2));
-  EXPECT_NE(in_rounding_draw(x, 5, 2), in_rounding_draw(x, 6, 2));
-  EXPECT_NE(in_rounding_draw(x, 5, 2), in_rounding_draw(x, 5, 3));
+  const Vec<double> x = decays(500).cast<double>(), names = decays(20).cast<double>(), others = decays(21).cast<double>();
+  EXPECT_EQ(in_rounding_draw(x, 5, names, 2), in_rounding_draw(x, 5, names, 2));
+  EXPECT_NE(in_rounding_draw(x, 5, names, 2), in_rounding_draw(x, 6, names, 2));
+  EXPECT_NE(in_rounding_draw(x, 5, names, 2), in_rounding_draw(x, 5, names, 3));
+  EXPECT_NE(in_rounding_draw(x, 5, names, 2), in_rounding_draw(x, 5, others, 2));
 }
 
 TEST(RoundingDraw, AStreamOfValuesIsNamedByTheValuesAlone) {

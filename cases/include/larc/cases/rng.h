@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "larc/common/splitmix.h"
+
 namespace larc::cases {
 
 class Rng {
@@ -16,11 +18,10 @@ class Rng {
   double log_uniform(double lo, double hi);  // lo, hi > 0
   // Moves the stream `draws` draws ahead, where that many bits() calls would leave it (the state is a
   // counter), so that runs of one stream can be drawn apart.
-  void skip(std::uint64_t draws) { state_ += draws * kIncrement; }
+  void skip(std::uint64_t draws) { state_ += draws * splitmix::kIncrement; }
   bool operator==(const Rng&) const = default;
 
  private:
-  static constexpr std::uint64_t kIncrement = 0x9e3779b97f4a7c15ull;  // splitmix64's Weyl increment
   std::uint64_t state_;
 };
 

@@ -43,8 +43,8 @@ ChunkedGradients<S> gradients_in_form(const Problem<S>& p, const Cotangents<S>& 
 
 namespace detail {
 
-// The rounding-draw salts of the derived gates; each head's stream is named by its log-decays
-// (stream_of_values), so a head's draw does not depend on the batch it is computed in.
+// The rounding-draw salts of the derived gates, whose draws are named by the head's log-decays
+// (rounding_draw.h), so a head's draw does not depend on the batch it is computed in.
 inline constexpr std::uint64_t kDecaySalt = 0, kStepSalt = 1;
 
 // Runs gradients_in_form per (sequence, head); finish(b, h, problem, gradients, out) writes the gate gradients
@@ -86,8 +86,8 @@ BatchedGradients<S> gdn_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
       q, k, v, scale, initial_state, cot, form,
       [&](std::int64_t b, std::int64_t h) {
         HeadGates<S> gates = gdn_head_gates(g, beta, b, h);
-        const std::uint64_t stream = stream_of_values(head_gate(g, b, h), detail::kDecaySalt);
-        gates.alpha = in_rounding_draw(std::move(gates.alpha), form.rounding_draw, stream);
+        gates.alpha =
+            in_rounding_draw(std::move(gates.alpha), form.rounding_draw, head_gate(g, b, h), detail::kDecaySalt);
         return gates;
       },
       [](std::int64_t b, std::int64_t h, const Problem<S>&, ChunkedGradients<S>& head, BatchedGradients<S>& out) {
@@ -128,10 +128,9 @@ BatchedGradients<S> kla_backward_batched(const Tensor<S>& q, const Tensor<S>& k,
       [&](std::int64_t b, std::int64_t h) {
         const std::uint64_t draw = form.rounding_draw;
         const Vec<S> log_decays = head_gate(g, b, h);
-        const std::uint64_t decay_stream = stream_of_values(log_decays, detail::kDecaySalt),
-                            step_stream = stream_of_values(log_decays, detail::kStepSalt);
-        return HeadGates<S>{in_rounding_draw(decays_from_log(log_decays), draw, decay_stream),
-                            in_rounding_draw(kla_beta(head_rows(k, b, h), head_gate(eta, b, h), eps), draw, step_stream)};
+        return HeadGates<S>{in_rounding_draw(decays_from_log(log_decays), draw, log_decays, detail::kDecaySalt),
+                            in_rounding_draw(kla_beta(head_rows(k, b, h), head_gate(eta, b, h), eps), draw, log_decays,
+                                             detail::kStepSalt)};
       },
       [&](std::int64_t b, std::int64_t h, const Problem<S>& p, ChunkedGradients<S>& head, BatchedGradients<S>& out) {
         set_head_gate(out.dg, b, h, head.dg);

@@ -21,6 +21,8 @@
 #include <limits>
 #include <string>
 
+#include "larc/common/splitmix.h"
+
 namespace larc::ref {
 
 namespace bmp = boost::multiprecision;
@@ -143,12 +145,7 @@ namespace detail {
 // division is worse (≈5·2^-106 seen); code that divides in a loop must carry its own factor.
 inline dd measure_dd_unit_roundoff() {
   std::uint64_t state = 0x6c61726364640001ull;  // splitmix64, so the operands are fixed everywhere
-  auto next = [&state] {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
+  auto next = [&state] { return splitmix::next(state); };
   auto unit = [&next] { return static_cast<double>(next() >> 11) * 0x1.0p-53; };  // [0, 1)
   auto operand = [&] {  // hi in ±[1, 2)·2^e, lo a full-width tail below half an ulp of hi
     const int e = static_cast<int>(next() % 64) - 32;
