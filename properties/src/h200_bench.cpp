@@ -13,6 +13,11 @@ nlohmann::json read_h200_bench_report(const std::string& path) {
   return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
+std::string bench_device(const nlohmann::json& report) {
+  if (report.is_object() && report.contains("device") && report["device"].is_string()) return "the " + report["device"].get<std::string>();
+  return "an unnamed GPU";
+}
+
 std::string measured_time_ratios(const nlohmann::json& report, const std::string& kernel_a, const std::string& kernel_b) {
   if (!report.is_object() || !report.contains("rows") || !report["rows"].is_array()) return "";
   using Key = std::tuple<std::string, double, double, double, double, std::string>;  // kind, T, B, H, D, dtype
@@ -37,7 +42,7 @@ std::string measured_time_ratios(const nlohmann::json& report, const std::string
       << ": " << ms / other->second;
   }
   if (shown == 0) return "";
-  return kernel_a + " / " + kernel_b + " time on the H200 (reports/h200/bench.json, source tree " +
+  return kernel_a + " / " + kernel_b + " time on " + bench_device(report) + " (reports/h200/bench.json, source tree " +
          report.value("tree_hash", "?") + ", D = 128, bf16): " + s.str();
 }
 

@@ -89,4 +89,17 @@ TEST(MeasuredTimeRatios, PairsRowsOfTheSameShapeOnly) {
   EXPECT_EQ(larc::props::measured_time_ratios(json(nullptr), "kla", "gdn"), "");
 }
 
+// The device tool lends an H100 when no H200 starts: the evidence names the card the report was measured on.
+TEST(MeasuredTimeRatios, NameTheCardTheReportWasMeasuredOn) {
+  json report{{"tree_hash", kHash}, {"rows", {row("kla", "prefill", 2048, 1, 1.2), row("gdn", "prefill", 2048, 1, 1.0)}}};
+  EXPECT_NE(larc::props::measured_time_ratios(report, "kla", "gdn").find("time on an unnamed GPU ("), std::string::npos);
+  report["device"] = "NVIDIA H100 80GB HBM3";
+  const std::string s = larc::props::measured_time_ratios(report, "kla", "gdn");
+  EXPECT_NE(s.find("time on the NVIDIA H100 80GB HBM3 (reports/h200/bench.json"), std::string::npos) << s;
+  json vla = bench_with(1.0, 4e-4, 30);
+  vla["device"] = "NVIDIA H200";
+  const auto o = larc::props::judge_vla_kernel_speed(vla);
+  EXPECT_NE(o.evidence.find("measured on the NVIDIA H200 (reports/h200/bench.json"), std::string::npos) << o.evidence;
+}
+
 }  // namespace

@@ -58,7 +58,7 @@ def main():
     def fmt(x, digits=3):
         return "—" if x is None else f"{x:.{digits}g}"
 
-    lines = ["# Backward kernels on the H200: speed", "",
+    lines = [f"# Backward kernels on the {peers.get('device') or 'GPU'}: speed", "",
              f"Source tree (reference/ + gpu/): `{args.tree_hash}`; {peers.get('device')}, FLA {peers.get('fla')}. "
              "B = 1, H = 16, K = V = 128, bf16, do only (no dht, no initial state); medians of CUDA-event timings "
              "over rotated input copies (gpu_kernels_bench) and of triton.testing.do_bench (FLA, backward alone "

@@ -232,7 +232,7 @@ def main():
     with open(a.json, "w") as f:
         json.dump(report, f, indent=2)
 
-    md = [f"# larc kernels on the H200: speed\n",
+    md = [f"# larc kernels on the {peers['device']}: speed\n",
           f"Source tree (reference/ + gpu/): `{a.tree_hash}`. Device: {peers['device']}, torch {peers['torch']}, "
           f"FLA {report['fla']}. Medians of CUDA-event timings (bench/gpu_kernels_bench.cpp; peers: "
           f"tools/h200/bench_peers.py, triton do_bench). Bandwidth floor: the measured device copy, "

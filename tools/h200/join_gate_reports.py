@@ -15,6 +15,7 @@ def main():
     ap.add_argument("parts", nargs="+")
     ap.add_argument("--json", required=True)
     ap.add_argument("--markdown", required=True)
+    ap.add_argument("--device", help="the card the run used (nvidia-smi's name), named in gate.md's title")
     a = ap.parse_args()
     results, hashes, sources = [], set(), []
     for path in a.parts:
@@ -33,7 +34,7 @@ def main():
     for r in results:
         groups[(r["kernel"], r["mechanism"], r["dtype"])].append(r)
     failed = [r for r in results if not r["pass"]]
-    md = ["# larc gate on the H200\n",
+    md = [f"# larc gate on the {a.device}\n" if a.device else "# larc gate\n",
           f"Source tree (reference/ + gpu/): `{tree}`. {len(results)} cases, {len(failed)} failed. "
           f"Parts: {', '.join(sources)}. Ratio = the worst error/tolerance over timesteps and windows "
           "(pass ≤ 1; docs/gate.md).\n",

@@ -47,6 +47,8 @@ B=/tmp/bin
 export LARC_LIBRARY=$B/python/larc/liblarc.so
 jobs=$(( $(nproc) - 1 ))
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt"
+# The card the reports name in their titles (the device tool lends an H100 when no H200 starts).
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 # Every GPU kernel (registered as *-fused-recurrent* or *-chunked*), or those matching the extended
 # regular expression KERNELS (e.g. KERNELS=chunked tools/h200/kernels_run.sh gate: a first look at new kernels).
 gpu_subjects() {
@@ -87,7 +89,7 @@ start_sanitizers() {
 
 # sanitizers.md from start_sanitizers' logs; arguments: what was checked, the subjects, the mode.
 sanitizer_report() {
-  echo "# compute-sanitizer over $1 on the H200"; echo
+  echo "# compute-sanitizer over $1 on the $card"; echo
   echo "Source tree (reference/ + gpu/): \`$LARC_TREE_HASH\`. Each tool ran \`larc gate\` over $2,"
   echo "bf16, shapes 1,65,2,32,32 and 2,1,1,96,64 (tools/h200/kernels_run.sh $3)."; echo
   echo "Exit 9 means the tool found an error; 1, that a gate case failed (gate.md); 0, neither."; echo
@@ -155,7 +157,7 @@ gate|full)
   gate_group T1000 120 $(grid 1000)
   gate_group T4096 150 $(grid 4096)
   wait
-  python3 tools/h200/join_gate_reports.py "$out"/gate_T*.json "$out/gate_random.json" --json "$out/gate.json" \
+  python3 tools/h200/join_gate_reports.py --device "$card" "$out"/gate_T*.json "$out/gate_random.json" --json "$out/gate.json" \
     --markdown "$out/gate.md" | tail -30
   cat "$out/tests.txt"
   sanitizer_report "every GPU kernel" "every GPU subject" "gate" > "$out/sanitizers.md"
@@ -321,7 +323,7 @@ regimes)
   GATE_KNOBS=$steep gate_group steep-beta-T1-65 90 $(grid 1 63 64 65)
   GATE_KNOBS=$edge1 gate_group edge1-T1000 100 $(grid 1000)
   GATE_KNOBS=$edge2 gate_group edge2-T1000 100 $(grid 1000)
-  python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate_regimes.json" \
+  python3 tools/h200/join_gate_reports.py --device "$card" "$out"/gate_*.json --json "$out/gate_regimes.json" \
     --markdown "$out/gate_regimes.md" | tail -30
   ;;
 vocabulary)
@@ -342,7 +344,7 @@ vocabulary)
   timeout 40 $B/larc gate "${subject_args[@]}" --jobs "$jobs" --no-grid --random 150 --seed 20 \
     --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
   echo "gate random: exit $?"; tail -3 "$out/gate_random.txt"
-  python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate_vocabulary.json" \
+  python3 tools/h200/join_gate_reports.py --device "$card" "$out"/gate_*.json --json "$out/gate_vocabulary.json" \
     --markdown "$out/gate_vocabulary.md" | tail -20
   gate_throughput
   ;;
@@ -486,7 +488,7 @@ backward)
     --json "$out/gate_random.json" --markdown "$out/gate_random.md" > "$out/gate_random.txt" 2>&1
   echo "gate random: exit $?"; tail -3 "$out/gate_random.txt"
   wait
-  python3 tools/h200/join_gate_reports.py "$out"/gate_*.json --json "$out/gate.json" --markdown "$out/gate.md" | tail -30
+  python3 tools/h200/join_gate_reports.py --device "$card" "$out"/gate_*.json --json "$out/gate.json" --markdown "$out/gate.md" | tail -30
   cut -c1-400 "$out/tests.txt"
   sanitizer_report "the backward kernels" "every backward GPU subject (random initial state)" "backward" > "$out/sanitizers.md"
   cat "$out/sanitizers.md"

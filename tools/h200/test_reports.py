@@ -29,7 +29,7 @@ def decode_row(kernel, kind, bh, ms, nbytes):
 
 
 class BenchReport(unittest.TestCase):
-    def run_report(self, rows, peers, bounds=None, matmul_tflops=800.0):
+    def run_report(self, rows, peers, bounds=None, matmul_tflops=800.0, device="H200"):
         with tempfile.TemporaryDirectory() as d:
             d = pathlib.Path(d)
             extra = []
@@ -37,13 +37,18 @@ class BenchReport(unittest.TestCase):
                 (d / "bounds.json").write_text(json.dumps(bounds))
                 extra = ["--bounds", str(d / "bounds.json")]
             (d / "k.json").write_text(json.dumps({"benchmarks": rows}))
-            (d / "p.json").write_text(json.dumps({"device": "H200", "torch": "t", "fla": "0.6", "rows": peers,
+            (d / "p.json").write_text(json.dumps({"device": device, "torch": "t", "fla": "0.6", "rows": peers,
                                                   "copy_bandwidth_GBps": 4000.0, "bf16_matmul_TFLOPs": matmul_tflops,
                                                   "vla_sequential_pytorch": {"T": 2048, "ms": 100.0}}))
             subprocess.run([sys.executable, str(HERE / "bench_report.py"), "--kernels", str(d / "k.json"), "--peers",
                             str(d / "p.json"), "--tree-hash", "abc", "--json", str(d / "b.json"), "--markdown",
                             str(d / "b.md")] + extra, check=True, capture_output=True)
             return json.loads((d / "b.json").read_text()), (d / "b.md").read_text()
+
+    def test_the_title_names_the_card_the_peers_ran_on(self):
+        _, md = self.run_report([bench_row("gdn-chunked", 8192, 1.0)], [peer("fla-chunk-gdn", 8192, 0.5)],
+                                device="NVIDIA H100 80GB HBM3")
+        self.assertEqual(md.splitlines()[0], "# larc kernels on the NVIDIA H100 80GB HBM3: speed")
 
     def test_peers_of_each_kernel_family(self):
         self.assertEqual(bench_report.peer_of("gdn-chunked", "prefill"), "fla-chunk-gdn")
@@ -161,6 +166,34 @@ class AccuracyTable(unittest.TestCase):
         body = [l for l in lines if l.startswith("| bf16")]
         self.assertEqual(body, ["| bf16 | fla-chunk-gdn | 0.00336 | 0.00166 | 0.25 | FAIL |",
                                 "| bf16 | gdn-chunked | 0.00166 | 0.00166 | 0.25 | pass |"])
+
+
+class JoinGateReports(unittest.TestCase):
+    def join(self, parts, *extra):
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            paths = []
+            for i, part in enumerate(parts):
+                paths.append(str(d / f"gate_{i}.json"))
+                pathlib.Path(paths[-1]).write_text(json.dumps(part))
+            run = subprocess.run([sys.executable, str(HERE / "join_gate_reports.py"), *paths, "--json", str(d / "g.json"),
+                                  "--markdown", str(d / "g.md"), *extra], capture_output=True, text=True)
+            return run, ((d / "g.md").read_text() if run.returncode == 0 else "")
+
+    def test_the_title_names_the_card_the_run_used(self):
+        case = {"kernel": "k", "mechanism": "m", "dtype": "bf16", "pass": True, "worst_ratio": 0.5}
+        part = {"tree_hash": "abc", "results": [case]}
+        run, md = self.join([part, part], "--device", "NVIDIA H100 80GB HBM3")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(md.splitlines()[0], "# larc gate on the NVIDIA H100 80GB HBM3")
+        self.assertIn("2 cases, 0 failed", md)
+        self.assertEqual(self.join([part])[1].splitlines()[0], "# larc gate")
+
+    def test_parts_of_different_trees_are_refused(self):
+        case = {"kernel": "k", "mechanism": "m", "dtype": "bf16", "pass": True, "worst_ratio": 0.5}
+        run, _ = self.join([{"tree_hash": "abc", "results": [case]}, {"tree_hash": "def", "results": [case]}])
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("different trees", run.stderr)
 
 
 class SlimReport(unittest.TestCase):

@@ -11,8 +11,12 @@ namespace larc::props {
 // or not JSON (its readers then say so).
 nlohmann::json read_h200_bench_report(const std::string& path);
 
+// The GPU the report was measured on, as a noun phrase: "the " and its "device" (e.g. "the NVIDIA H100 80GB
+// HBM3": the device tool lends an H100 when no H200 starts), or "an unnamed GPU" for a report without one.
+std::string bench_device(const nlohmann::json& report);
+
 // One sentence comparing two kernels' measured times row by row (same kind, T, B, H, D, dtype):
-// "kernel_a / kernel_b time on the H200 (...): prefill T = 2048: 1.19, ...; decode B×H = 132: ...".
+// "kernel_a / kernel_b time on the <device> (...): prefill T = 2048: 1.19, ...; decode B×H = 132: ...".
 // Empty when the report lacks either kernel.
 std::string measured_time_ratios(const nlohmann::json& report, const std::string& kernel_a, const std::string& kernel_b);
 
