@@ -14,6 +14,8 @@ namespace larc::harness {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The policy the fuzzer's cases are judged under: run_case's default (fuzz.cpp, judge_with).
+const ToleranceConfig kFuzzPolicy{};
 
 nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 double number_or(const nlohmann::json& j, const char* key, double fallback) {
@@ -121,7 +123,7 @@ nlohmann::json campaign_report(const nlohmann::json& campaign, const Shard& shar
                                const std::string& tree_hash) {
   std::vector<CaseResult> results;
   for (const FuzzCase& c : run.cases) results.push_back(c.result);
-  nlohmann::json j = gate_json(results, tree_hash, shard);
+  nlohmann::json j = gate_json(results, tree_hash, shard, kFuzzPolicy);
   j["campaign"] = campaign;
   for (std::size_t k = 0; k < run.cases.size(); ++k) {
     const FuzzCase& c = run.cases[k];
@@ -141,7 +143,7 @@ nlohmann::json campaign_report(const nlohmann::json& campaign, const Shard& shar
 nlohmann::json error_search_report(const nlohmann::json& campaign, const Shard& shard, const ErrorSearch& s,
                                    double seconds, const std::string& tree_hash) {
   nlohmann::json j = gate_json(s.evaluations > 0 ? std::vector<CaseResult>{s.worst} : std::vector<CaseResult>{},
-                               tree_hash, shard);
+                               tree_hash, shard, kFuzzPolicy);
   j["campaign"] = campaign;
   nlohmann::json scores = nlohmann::json::array();  // what --resume replays (recorded_scores)
   for (const auto& [command, score] : s.scores)
@@ -213,6 +215,9 @@ nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const s
     if (i == 0) count = s.count;
     if (const std::string d = first_difference(reports[0]["campaign"], r["campaign"]); !d.empty())
       throw std::invalid_argument(names[i] + ": a different campaign from " + names[0] + ": " + d);
+    if (r.value("policy", nlohmann::json()) != reports[0].value("policy", nlohmann::json()))
+      throw std::invalid_argument(names[i] + ": judged under the tolerance policy " + r.value("policy", nlohmann::json()).dump() +
+                                  ", " + names[0] + " under " + reports[0].value("policy", nlohmann::json()).dump());
     if (r.value("tree_hash", "") != reports[0].value("tree_hash", ""))
       throw std::invalid_argument(names[i] + ": built from source tree " + r.value("tree_hash", "?") + ", " + names[0] +
                                   " from " + reports[0].value("tree_hash", "?"));

@@ -153,10 +153,19 @@ nlohmann::json result_json(const CaseResult& r) {
   return j;
 }
 
-nlohmann::json gate_json(const std::vector<CaseResult>& results, const std::string& tree_hash, const Shard& shard) {
+nlohmann::json tolerance_policy_json(const ToleranceConfig& policy) {
+  return {{"k", policy.k},
+          {"k_gradient", policy.k_gradient},
+          {"window", policy.window},
+          {"oracle_margin", policy.oracle_margin},
+          {"rounding_draws", policy.rounding_draws}};
+}
+
+nlohmann::json gate_json(const std::vector<CaseResult>& results, const std::string& tree_hash, const Shard& shard,
+                         const ToleranceConfig& policy) {
   nlohmann::json rs = nlohmann::json::array();
   for (const CaseResult& r : results) rs.push_back(result_json(r));
-  return {{"tree_hash", tree_hash}, {"shard", shard.str()}, {"results", rs}};
+  return {{"tree_hash", tree_hash}, {"shard", shard.str()}, {"policy", tolerance_policy_json(policy)}, {"results", rs}};
 }
 
 std::string gate_junit(const std::vector<CaseResult>& results, const std::string& suite_name) {

@@ -40,6 +40,12 @@ string(JSON n LENGTH "${j}" results)
 if(n LESS 50 OR tree STREQUAL "")
   message(FATAL_ERROR "gate JSON: ${n} results, tree_hash '${tree}'")
 endif()
+# The tolerance policy the cases were judged under, the gradient baselines' rounding draws among it.
+string(JSON draws GET "${j}" policy rounding_draws)
+string(JSON k GET "${j}" policy k)
+if(NOT draws EQUAL 8 OR NOT k EQUAL 2)
+  message(FATAL_ERROR "gate JSON: policy rounding_draws '${draws}', k '${k}' (expected 8 and 2)")
+endif()
 math(EXPR last "${n} - 1")
 foreach(i 0 ${last})  # string(JSON) reparses the document on every call: check the first and the last result
   foreach(key kernel mechanism dtype shape seed pass max_rel_err baseline_rel_err worst_timestep reproduce)

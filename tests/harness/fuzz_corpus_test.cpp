@@ -120,6 +120,7 @@ TEST(FuzzReports, ShardsMergeIntoTheUnshardedReport) {
   EXPECT_EQ(without_timings(merged["results"]), without_timings(whole["results"]));
   EXPECT_EQ(merged["campaign"], whole["campaign"]);
   EXPECT_EQ(merged["shard"], "0/1");
+  EXPECT_EQ(merged["policy"], tolerance_policy_json(ToleranceConfig{}));
   EXPECT_EQ(merged["summary"]["cases"], 7);
   EXPECT_EQ(merged["summary"]["failures"], whole["summary"]["failures"]);
   EXPECT_GT(merged["summary"]["failures"].get<int>(), 0);
@@ -194,6 +195,11 @@ TEST(FuzzReports, MergeRejectsShardsOfDifferentCampaignsDuplicatesAndGaps) {
   EXPECT_EQ(message({report(1, {0, 3}), report(1, {2, 3})}, {"a", "b"}), "shards missing: 1/3");
   EXPECT_EQ(message({report(1, {0, 2}), report(1, {1, 3})}, {"a", "b"}), "b: shard 1/3 of 3 shards, a is one of 2");
   EXPECT_EQ(message({report(1, {0, 2}), report(1, {1, 2}, "other")}, {"a", "b"}), "b: built from source tree other, a from tree");
+  // Judged under another tolerance policy (here fewer rounding draws): not one campaign's verdict.
+  nlohmann::json four_draws = report(1, {1, 2});
+  ASSERT_EQ(four_draws["policy"]["rounding_draws"], 8);
+  four_draws["policy"]["rounding_draws"] = 4;
+  EXPECT_EQ(message({report(1, {0, 2}), four_draws}, {"a", "b"}).rfind("b: judged under the tolerance policy ", 0), 0u);
   EXPECT_EQ(message({nlohmann::json{{"results", nlohmann::json::array()}}}, {"x"}),
             "x: not a larc fuzz report (it lacks \"campaign\", \"results\" or \"summary\")");
 }

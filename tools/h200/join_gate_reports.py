@@ -1,6 +1,7 @@
 """Joins the gate reports of one H200 run (one JSON per group of shapes, written by `larc gate --json`)
-into reports/h200/gate.json and gate.md. Every part must carry the same tree hash; the joined report
-keeps it, so `larc gate --verify-report reports/h200/gate.json` can tell whether it is current.
+into reports/h200/gate.json and gate.md. Every part must carry the same tree hash and tolerance policy (the
+"policy" `larc gate` records; older reports have none); the joined report keeps both, so
+`larc gate --verify-report reports/h200/gate.json` can tell whether it is current.
 
 gate.md: per (kernel, mechanism, dtype) the cases, failures, worst error/tolerance ratio and the
 largest relative error against the oracle, then every failure with its reproduce command.
@@ -17,18 +18,24 @@ def main():
     ap.add_argument("--markdown", required=True)
     ap.add_argument("--device", help="the card the run used (nvidia-smi's name), named in gate.md's title")
     a = ap.parse_args()
-    results, hashes, sources = [], set(), []
+    results, hashes, policies, sources = [], set(), set(), []
     for path in a.parts:
         with open(path) as f:
             part = json.load(f)
         hashes.add(part["tree_hash"])
+        policies.add(json.dumps(part.get("policy"), sort_keys=True))
         results += part["results"]
         sources.append(f"{path.split('/')[-1]} ({len(part['results'])} cases)")
     if len(hashes) != 1:
         raise SystemExit(f"parts made from different trees: {sorted(hashes)}")
-    tree = hashes.pop()
+    if len(policies) != 1:
+        raise SystemExit(f"parts judged under different tolerance policies: {sorted(policies)}")
+    tree, policy = hashes.pop(), json.loads(policies.pop())
+    joined = {"tree_hash": tree, "shard": "0/1", "parts": sources, "results": results}
+    if policy is not None:
+        joined["policy"] = policy
     with open(a.json, "w") as f:
-        json.dump({"tree_hash": tree, "shard": "0/1", "parts": sources, "results": results}, f, indent=1)
+        json.dump(joined, f, indent=1)
 
     groups = defaultdict(list)
     for r in results:

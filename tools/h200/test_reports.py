@@ -189,11 +189,25 @@ class JoinGateReports(unittest.TestCase):
         self.assertIn("2 cases, 0 failed", md)
         self.assertEqual(self.join([part])[1].splitlines()[0], "# larc gate")
 
-    def test_parts_of_different_trees_are_refused(self):
+    def test_parts_of_different_trees_or_policies_are_refused(self):
         case = {"kernel": "k", "mechanism": "m", "dtype": "bf16", "pass": True, "worst_ratio": 0.5}
         run, _ = self.join([{"tree_hash": "abc", "results": [case]}, {"tree_hash": "def", "results": [case]}])
         self.assertNotEqual(run.returncode, 0)
         self.assertIn("different trees", run.stderr)
+        eight, four = ({"tree_hash": "abc", "policy": {"k": 2, "rounding_draws": n}, "results": [case]} for n in (8, 4))
+        run, _ = self.join([eight, four])
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("different tolerance policies", run.stderr)
+
+    def test_the_joined_report_keeps_the_policy(self):
+        case = {"kernel": "k", "mechanism": "m", "dtype": "bf16", "pass": True, "worst_ratio": 0.5}
+        part = {"tree_hash": "abc", "policy": {"k": 2, "rounding_draws": 8}, "results": [case]}
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            (d / "a.json").write_text(json.dumps(part))
+            subprocess.run([sys.executable, str(HERE / "join_gate_reports.py"), str(d / "a.json"), "--json",
+                            str(d / "g.json"), "--markdown", str(d / "g.md")], check=True, capture_output=True)
+            self.assertEqual(json.loads((d / "g.json").read_text())["policy"], {"k": 2, "rounding_draws": 8})
 
 
 class SlimReport(unittest.TestCase):

@@ -1,7 +1,7 @@
 // `larc merge SHARD.json... --json OUT [--markdown OUT] [--junit OUT]`: joins the reports of every
 // shard of one `larc fuzz` campaign into the report of one unsharded run (harness/fuzz_report.h).
 // Exit 0 merged without failures, 1 merged with failures, 2 a usage error: an unreadable file, shards
-// of different campaigns (seed, bound, filters, tree hash, shard count), a shard given twice or
+// of different campaigns (seed, bound, filters, tree hash, tolerance policy, shard count), a shard given twice or
 // missing, each named.
 #include "merge_command.h"
 

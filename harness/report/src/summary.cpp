@@ -46,8 +46,9 @@ nlohmann::json cpu_gate_json(const ReportContext& ctx) {
   o.seed = ctx.seed;
   o.random = ctx.small ? 0 : 8;
   if (ctx.small) o.shapes = {h::Shape{1, 16, 1, 4, 4}};
-  const std::vector<h::CaseResult> results = h::run_gate(h::plan_gate(o), h::Shard{});
-  return h::gate_json(results, h::source_tree_hash(), h::Shard{});
+  const h::ToleranceConfig policy;
+  const std::vector<h::CaseResult> results = h::run_gate(h::plan_gate(o), h::Shard{}, policy);
+  return h::gate_json(results, h::source_tree_hash(), h::Shard{}, policy);
 }
 
 // One row per case: the figures the summary uses and the command that reruns the case.

@@ -57,8 +57,12 @@ std::vector<CaseResult> run_gate(const GatePlan& plan, const Shard& shard, const
 
 // --- reports --------------------------------------------------------------------------------------
 nlohmann::json result_json(const CaseResult& r);
-// {"tree_hash": ..., "shard": "j/n", "results": [result_json...]}
-nlohmann::json gate_json(const std::vector<CaseResult>& results, const std::string& tree_hash, const Shard& shard);
+// The tolerance policy a report's cases were judged under (k, k_gradient, window, oracle_margin, rounding_draws):
+// reports made under different policies are not one verdict, so joins and merges compare it.
+nlohmann::json tolerance_policy_json(const ToleranceConfig& policy);
+// {"tree_hash": ..., "shard": "j/n", "policy": tolerance_policy_json(policy), "results": [result_json...]}
+nlohmann::json gate_json(const std::vector<CaseResult>& results, const std::string& tree_hash, const Shard& shard,
+                         const ToleranceConfig& policy);
 std::string gate_junit(const std::vector<CaseResult>& results, const std::string& suite_name);
 std::string gate_markdown(const std::vector<CaseResult>& results, const std::string& tree_hash);
 // Per (kernel, mechanism, dtype): cases, failures, worst ratio and errors; then each failure.
