@@ -215,9 +215,10 @@ nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const s
     if (i == 0) count = s.count;
     if (const std::string d = first_difference(reports[0]["campaign"], r["campaign"]); !d.empty())
       throw std::invalid_argument(names[i] + ": a different campaign from " + names[0] + ": " + d);
-    if (r.value("policy", nlohmann::json()) != reports[0].value("policy", nlohmann::json()))
-      throw std::invalid_argument(names[i] + ": judged under the tolerance policy " + r.value("policy", nlohmann::json()).dump() +
-                                  ", " + names[0] + " under " + reports[0].value("policy", nlohmann::json()).dump());
+    const nlohmann::json policy = r.value("policy", nlohmann::json()), first = reports[0].value("policy", nlohmann::json());
+    if (policy != first)
+      throw std::invalid_argument(names[i] + ": judged under the tolerance policy " + policy.dump() + ", " + names[0] +
+                                  " under " + first.dump());
     if (r.value("tree_hash", "") != reports[0].value("tree_hash", ""))
       throw std::invalid_argument(names[i] + ": built from source tree " + r.value("tree_hash", "?") + ", " + names[0] +
                                   " from " + reports[0].value("tree_hash", "?"));

@@ -14,7 +14,8 @@ nlohmann::json read_h200_bench_report(const std::string& path) {
 }
 
 std::string bench_device(const nlohmann::json& report) {
-  if (report.is_object() && report.contains("device") && report["device"].is_string()) return "the " + report["device"].get<std::string>();
+  if (report.is_object() && report.contains("device") && report["device"].is_string())
+    return "the " + report["device"].get<std::string>();
   return "an unnamed GPU";
 }
 

@@ -62,7 +62,8 @@ ClaimOutcome judge_vla_kernel_speed(const nlohmann::json& report) {
     const double speedup = c.at("speedup_over_sequential").is_number() ? c["speedup_over_sequential"].get<double>() : 0;
     const bool fast = speedup >= 14;
     std::ostringstream ev;
-    ev << "measured on " << bench_device(report) << " (reports/h200/bench.json, source tree " << report.value("tree_hash", "?")
+    ev << "measured on " << bench_device(report) << " (reports/h200/bench.json, source tree "
+       << report.value("tree_hash", "?")
        << "), larc's fused VLA kernel, B = 1, H = 16, D = 128, bf16: time ∝ T^" << num(slope) << " over T = "
        << num(upper.begin()->first, 6) << " .. " << num(upper.rbegin()->first, 6) << " (O(T): " << (linear ? "yes" : "no")
        << "); " << num(kernel.rbegin()->second) << " ms at T = " << num(kernel.rbegin()->first, 7) << " against SDPA's "

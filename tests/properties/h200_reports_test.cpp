@@ -91,8 +91,10 @@ TEST(MeasuredTimeRatios, PairsRowsOfTheSameShapeOnly) {
 
 // The device tool lends an H100 when no H200 starts: the evidence names the card the report was measured on.
 TEST(MeasuredTimeRatios, NameTheCardTheReportWasMeasuredOn) {
-  json report{{"tree_hash", kHash}, {"rows", {row("kla", "prefill", 2048, 1, 1.2), row("gdn", "prefill", 2048, 1, 1.0)}}};
-  EXPECT_NE(larc::props::measured_time_ratios(report, "kla", "gdn").find("time on an unnamed GPU ("), std::string::npos);
+  json report{{"tree_hash", kHash},
+              {"rows", {row("kla", "prefill", 2048, 1, 1.2), row("gdn", "prefill", 2048, 1, 1.0)}}};
+  const std::string unnamed = larc::props::measured_time_ratios(report, "kla", "gdn");
+  EXPECT_NE(unnamed.find("time on an unnamed GPU ("), std::string::npos) << unnamed;
   report["device"] = "NVIDIA H100 80GB HBM3";
   const std::string s = larc::props::measured_time_ratios(report, "kla", "gdn");
   EXPECT_NE(s.find("time on the NVIDIA H100 80GB HBM3 (reports/h200/bench.json"), std::string::npos) << s;

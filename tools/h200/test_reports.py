@@ -176,8 +176,8 @@ class JoinGateReports(unittest.TestCase):
             for i, part in enumerate(parts):
                 paths.append(str(d / f"gate_{i}.json"))
                 pathlib.Path(paths[-1]).write_text(json.dumps(part))
-            run = subprocess.run([sys.executable, str(HERE / "join_gate_reports.py"), *paths, "--json", str(d / "g.json"),
-                                  "--markdown", str(d / "g.md"), *extra], capture_output=True, text=True)
+            run = subprocess.run([sys.executable, str(HERE / "join_gate_reports.py"), *paths, "--json",
+                                  str(d / "g.json"), "--markdown", str(d / "g.md"), *extra], capture_output=True, text=True)
             return run, ((d / "g.md").read_text() if run.returncode == 0 else "")
 
     def test_the_title_names_the_card_the_run_used(self):

@@ -102,8 +102,8 @@ int run_gate_command(const GateCli& c) {
     if (shard.shard.holds(i)) total += plan.groups[i].subjects.size();
   h::Progress progress("larc gate", total, c.progress);
   if (against) h::require_recorded(*against, plan, shard.shard, c.profile_subject);
-  std::vector<h::CaseResult> results =
-      h::run_gate(plan, shard.shard, policy, [&](std::size_t done, std::size_t failed) { progress.update(done, failed); }, c.jobs);
+  const auto on_progress = [&](std::size_t done, std::size_t failed) { progress.update(done, failed); };
+  std::vector<h::CaseResult> results = h::run_gate(plan, shard.shard, policy, on_progress, c.jobs);
   if (against) {
     for (h::CaseResult& r : results) against->check(r, {.k_reg = c.k_reg, .as_subject = c.profile_subject});
     std::cout << "against the profile " << c.against << " (k_reg " << c.k_reg << ")\n";
@@ -111,7 +111,8 @@ int run_gate_command(const GateCli& c) {
   std::cout << h::gate_table(results);
   if (shard.source != "none") std::cout << "shard " << shard.shard.str() << " (from " << shard.source << ")\n";
   const std::string tree = h::source_tree_hash();
-  if (!c.json_path.empty()) write_text_file(c.json_path, h::gate_json(results, tree, shard.shard, policy).dump(2) + "\n");
+  if (!c.json_path.empty())
+    write_text_file(c.json_path, h::gate_json(results, tree, shard.shard, policy).dump(2) + "\n");
   if (!c.junit_path.empty()) write_text_file(c.junit_path, h::gate_junit(results, "larc gate"));
   if (!c.markdown_path.empty()) write_text_file(c.markdown_path, h::gate_markdown(results, tree));
   if (!c.record_profile.empty()) write_text_file(c.record_profile, h::record_profile(results, tree).dump() + "\n");
