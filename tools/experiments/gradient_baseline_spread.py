@@ -32,11 +32,12 @@ import ctypes
 import json
 import os
 import re
-import struct
 import subprocess
 import tempfile
 
 import numpy as np
+
+import safetensors_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -47,24 +48,6 @@ LIBM_EXPF = ctypes.CDLL("libm.so.6").expf
 LIBM_EXPF.restype, LIBM_EXPF.argtypes = ctypes.c_float, [ctypes.c_float]
 # Per dtype: unit roundoff and half the smallest subnormal (the gate's floor, harness/src/tolerance.cpp).
 FLOORS = {"fp32": (2.0 ** -24, 2.0 ** -150), "fp16": (2.0 ** -11, 2.0 ** -25), "bf16": (2.0 ** -8, 2.0 ** -134)}
-
-
-def load_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        chunk = data[t["data_offsets"][0]:t["data_offsets"][1]]
-        if t["dtype"] == "BF16":
-            a = (np.frombuffer(chunk, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-        else:
-            a = np.frombuffer(chunk, dtype={"F16": np.float16, "F32": np.float32, "F64": np.float64}[t["dtype"]])
-        out[name] = a.reshape(t["shape"])
-    return out, header["__metadata__"]
 
 
 def round_to(x, dtype):
@@ -107,7 +90,7 @@ class Draws:
     """Per trial: the float baselines' step gradient (dβ, KLA's dη) and dk, and the exact ones of the trial's α, β."""
 
     def __init__(self, fixture, driver, trials, seed):
-        f, meta = load_safetensors(fixture)
+        f, meta = safetensors_file.read(fixture)
         if "dht" not in f or "g" not in f:
             raise SystemExit(f"{fixture}: expected a GDN or KLA gradient fixture with g and dht")
         if "do" in f and np.any(f["do"]):
@@ -221,7 +204,7 @@ def profile_mode(a, driver):
     print(f"{a.output}: {len(rows)} full windows; the kernel fails {len(fail0)} against trial 0's tolerance and "
           f"{len(fail_med)} against the median of {a.trials} trials"
           + (f" (worst {max(r[5] for r in fail_med):.2f}×)" if fail_med else ""))
-    print(f"| window | kernel's RMS error | trial 0's tolerance | median tolerance | kernel ÷ median | trials it passes |")
+    print("| window | kernel's RMS error | trial 0's tolerance | median tolerance | kernel ÷ median | trials it passes |")
     print("|---|---|---|---|---|---|")
     for w0, w1, kr, t0, med, ratio, passes in rows:
         if kr > t0 or ratio > 1:

@@ -17,7 +17,6 @@ Usage: same_judgement.py --larc-a A/larc --larc-b B/larc --commands fixtures.txt
 import argparse
 import json
 import shlex
-import struct
 import subprocess
 import sys
 import tempfile
@@ -25,28 +24,16 @@ from pathlib import Path
 
 import numpy as np
 
+import safetensors_file
+
 EPSILONS = (3e-3, 3e-4)
 
 
 def perturbed_candidate(fixture, out, eps):
-    raw = fixture.read_bytes()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header, body = json.loads(raw[8:8 + n]), raw[8 + n:]
+    tensors, _ = safetensors_file.read(fixture)
     rng = np.random.default_rng(7)
-    meta, chunks, offset = {}, [], 0
-    for name, info in sorted(header.items()):
-        if not name.startswith("oracle."):
-            continue
-        a, b = info["data_offsets"]
-        x = np.frombuffer(body[a:b], dtype=np.float64).reshape(info["shape"])
-        data = (x * (1 + eps * rng.uniform(-1, 1, x.shape))).astype(np.float32).tobytes()
-        meta[name.removeprefix("oracle.")] = {"dtype": "F32", "shape": info["shape"],
-                                              "data_offsets": [offset, offset + len(data)]}
-        chunks.append(data)
-        offset += len(data)
-    h = json.dumps(meta).encode()
-    h += b" " * (-len(h) % 8)
-    out.write_bytes(struct.pack("<Q", len(h)) + h + b"".join(chunks))
+    oracle = {name.removeprefix("oracle."): x for name, x in sorted(tensors.items()) if name.startswith("oracle.")}
+    safetensors_file.write(out, {name: x * (1 + eps * rng.uniform(-1, 1, x.shape)) for name, x in oracle.items()})
 
 
 def without_provenance(x):
