@@ -215,7 +215,8 @@ nlohmann::json merge_reports(const std::vector<nlohmann::json>& reports, const s
     if (i == 0) count = s.count;
     if (const std::string d = first_difference(reports[0]["campaign"], r["campaign"]); !d.empty())
       throw std::invalid_argument(names[i] + ": a different campaign from " + names[0] + ": " + d);
-    const nlohmann::json policy = r.value("policy", nlohmann::json()), first = reports[0].value("policy", nlohmann::json());
+    const nlohmann::json policy = r.value("policy", nlohmann::json());
+    const nlohmann::json first = reports[0].value("policy", nlohmann::json());
     if (policy != first)
       throw std::invalid_argument(names[i] + ": judged under the tolerance policy " + policy.dump() + ", " + names[0] +
                                   " under " + first.dump());

@@ -45,6 +45,7 @@ def without_provenance(x):
 
 
 def judge(larc, fixture, candidate, grade, json_path):
+    json_path.unlink(missing_ok=True)  # no earlier judgement's report read as this one's
     run = subprocess.run([larc, "diff", str(fixture), str(candidate), "--grade", grade, "--json", str(json_path)],
                          capture_output=True, text=True)
     verdict = json.loads(json_path.read_text()) if json_path.exists() else None
